@@ -66,9 +66,13 @@ def elementwise_lib():
     return _build(_elementwise_model)
 
 
-def _executor(lib, native_after):
+def _executor(lib, native_after, zero_copy=True):
+    """An executor with binding in run(**inputs) / infer turned on (it is opt-in) where the
+    graph allows it."""
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.module.native_after = native_after
+    if zero_copy and m.module._zc_eids:
+        m.module.zero_copy_inputs = True
     return m
 
 
@@ -83,9 +87,9 @@ def _copied(m, x):
 @pytest.mark.parametrize("which", ["conv", "elementwise"])
 def test_bound_input_same_results_as_copied(conv_lib, elementwise_lib, native_after, which):
     lib = conv_lib if which == "conv" else elementwise_lib
+    assert not _executor(lib, native_after, zero_copy=False).module.zero_copy_inputs  # opt-in
     m = _executor(lib, native_after)
     ex = m.module
-    assert ex.zero_copy_inputs
     for _ in range(4):  # several runs: the native runner is built on the way
         x = _aligned(_rand(SHAPE))
         keep = x.copy()
@@ -117,9 +121,11 @@ def test_toggle_and_environment(conv_lib, monkeypatch):
     for a, b in zip(on, off):
         np.testing.assert_array_equal(a, b)
     monkeypatch.setenv("TVMPY_GRAPH_ZERO_COPY", "0")
-    assert not _executor(conv_lib, 1).module.zero_copy_inputs
+    assert not _executor(conv_lib, 1, zero_copy=False).module.zero_copy_inputs
+    monkeypatch.delenv("TVMPY_GRAPH_ZERO_COPY")
+    assert not _executor(conv_lib, 1, zero_copy=False).module.zero_copy_inputs
     monkeypatch.setenv("TVMPY_GRAPH_ZERO_COPY", "1")
-    assert _executor(conv_lib, 1).module.zero_copy_inputs
+    assert _executor(conv_lib, 1, zero_copy=False).module.zero_copy_inputs
 
 
 def _unsuitable():

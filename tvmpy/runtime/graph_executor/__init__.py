@@ -16,9 +16,10 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
   function and the tuple of its C arguments (pointers, then shape vars).
 
 ``run()`` is then a loop of ctypes calls with no per-call checks (inputs are checked by
-``set_input``, which copies into the input's own storage; ``run(**inputs)`` / ``infer`` on a CPU
-bind a 64-byte aligned, C-contiguous, writable numpy input of a static graph in place instead,
-as ``set_input_zero_copy``: its pointer patched into the plan's calls, executor.py ``_bind``);
+``set_input``, which copies into the input's own storage; ``set_input_zero_copy``, and with
+``zero_copy_inputs`` (opt-in) ``run(**inputs)`` / ``infer``, bind a 64-byte aligned,
+C-contiguous, writable numpy input of a static CPU graph in place instead: its pointer patched
+into the plan's calls, executor.py ``_bind``);
 on a CPU, from a plan's third run on,
 one foreign call: a native function, JIT-compiled once per process, walks a table of the
 plan's calls and their arguments (native_run.py; the Python loop between kernels ran on caches

@@ -68,9 +68,12 @@ def _native_after() -> int | None:
 
 
 def _zero_copy_default() -> bool:
-    """``TVMPY_GRAPH_ZERO_COPY``: "0" makes ``run(**inputs)`` / ``infer`` copy every input
-    (default on: a suitable array is passed to the kernels as it is, ``GraphExecutor._bind``)."""
-    return os.environ.get("TVMPY_GRAPH_ZERO_COPY", "").strip() != "0"
+    """``TVMPY_GRAPH_ZERO_COPY``: "1" makes ``run(**inputs)`` / ``infer`` pass a suitable array
+    to the kernels as it is (``GraphExecutor._bind``). Off by default: TVM's ``run(**inputs)``
+    copies, so a later ``run()`` does not read the caller's array as it is then, and the
+    saving measured was 5-25 us a call (bench/RESULTS.md, h-zcopy); ``set_input_zero_copy``
+    binds explicitly either way."""
+    return os.environ.get("TVMPY_GRAPH_ZERO_COPY", "").strip() == "1"
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -168,7 +171,7 @@ class GraphExecutor:
         self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
                                          and not hasattr(lib, "alloc_arena") else None)
         self._bind_functions()
-        # run(**inputs) / infer(): a suitable caller array is read by the kernels in place
+        # run(**inputs) / infer(): True (opt-in) reads a suitable caller array in place
         # (``_bind``); False: always copied (set_input copies either way, as TVM's)
         self.zero_copy_inputs: bool = bool(self._zc_eids) and _zero_copy_default()
 
@@ -726,7 +729,7 @@ class GraphExecutor:
 
     def run(self, **inputs: Any) -> None:
         """Execute every node once, in graph order (after setting ``inputs``, atomically).
-        With ``zero_copy_inputs`` (default; ``TVMPY_GRAPH_ZERO_COPY=0`` turns it off) a numpy
+        With ``zero_copy_inputs`` (opt-in; ``TVMPY_GRAPH_ZERO_COPY=1`` turns it on) a numpy
         input that ``set_input_zero_copy`` accepts (64-byte aligned, C-contiguous, writable, of
         the input's dtype) is read in place instead of copied, and stays bound as by
         ``set_input_zero_copy`` until set again; any other value is copied as by set_input."""
