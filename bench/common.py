@@ -148,9 +148,19 @@ def ort_bound_runner(sess: object, feeds: dict) -> tuple[Callable[[], object], l
     return run, outs
 
 
+CALIBRATE_WARMUP = 5
+"""Calls of a side before its calibration: one-time costs of the first calls (the graph
+executor's native runner is built on a plan's third run, its JIT compile ~45 ms once a process)
+must not be taken for the cost of a call. With one warm-up call the tvmpy side calibrated on
+that compile got 2 calls a round, each round's first call cold after the pause: lstm_lm's
+library timed 2.9 ms where the same library calibrated second timed 2.0 (session 7)."""
+
+
 def calibrate_number(fn: Callable[[], object], target_s: float) -> int:
-    """How many back-to-back calls of ``fn`` take about ``target_s`` (after a warm-up)."""
-    fn()
+    """How many back-to-back calls of ``fn`` take about ``target_s`` (after
+    :data:`CALIBRATE_WARMUP` warm-up calls)."""
+    for _ in range(CALIBRATE_WARMUP):
+        fn()
     n, t = 1, 0.0
     while True:
         t0 = time.perf_counter()

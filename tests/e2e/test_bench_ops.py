@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -46,6 +47,14 @@ def test_timing_helpers(bench):
     _, common = bench
     n = common.calibrate_number(lambda: None, 1e-3)
     assert 1 <= n <= 1 << 16
+    # a one-time cost in the first calls (a runtime's first-run compile) is not a call's cost
+    calls = [0]
+
+    def slow_first_calls():
+        calls[0] += 1
+        time.sleep(0.05 if calls[0] <= common.CALIBRATE_WARMUP else 0.0)
+
+    assert common.calibrate_number(slow_first_calls, 0.02) > 4
     assert common.quartiles([3.0, 1.0, 2.0, 4.0, 5.0]) == (2.0, 3.0, 4.0)
     assert common.geomean([1.0, 4.0]) == pytest.approx(2.0)
 
