@@ -326,3 +326,80 @@ class Agreement:
     def __str__(self) -> str:
         return (f"max {self.max:.2f}, mean {self.sum / self.n:.3f} steps; "
                 f"{100 * self.within / self.n:.2f}% within 1 step")
+
+
+# --- two lowerings of one zoo model in one process ---------------------------------------------
+
+def lowering_forms_ab(model_name: str, forms: dict[str, Callable[[Any, Any], Any]], rounds: int,
+                      node_rounds: int) -> None:
+    """Two (or more) builds of one zoo model at its real size in ONE process, interleaved, with
+    onnxruntime, at 1 thread: ``forms`` maps a name to ``build(mod, params) -> runner`` (a
+    callable on the feeds whose ``.module.module`` is the graph executor). Printed: each form's
+    cold build time and max abs error against onnxruntime, the whole model's process CPU time
+    (:func:`interleaved_samples`; medians [min-max] and the median of per-round ratios to
+    onnxruntime), then a per-kernel profile (thread CPU time of each graph-executor call, the
+    forms alternating in rounds of 5 runs; medians summed by kind, and each kernel by output
+    shape). Sets ``TVM_NUM_THREADS=1`` and ``TVMPY_CACHE=0`` (cold builds)."""
+    import re
+    import statistics
+    from collections import defaultdict
+
+    os.environ["TVM_NUM_THREADS"] = "1"
+    os.environ["TVMPY_CACHE"] = "0"
+    import numpy as np
+
+    from tvmpy.relay.testing import compare, zoo
+
+    def kind_of(name: str) -> str:
+        return re.sub(r"_\d+$", "", re.sub(r"^(tvmgen_default_)?fused_", "", name))
+
+    print(machine_description(), "1 thread", flush=True)
+    spec = zoo.MODELS[model_name]("real")
+    model = zoo.to_onnx(spec)
+    feeds = spec.feeds(seed=1)
+    built = {}
+    for name, build in forms.items():
+        mod, params = zoo.from_onnx(model, spec)
+        t0 = time.time()
+        built[name] = build(mod, params)
+        print(f"{name}: cold build {time.time() - t0:.1f} s", flush=True)
+    ort = compare.ort_runner(model, threads=1)
+    want = np.asarray(ort(feeds)[0])
+    for name, b in built.items():
+        got = np.asarray(b(feeds)[0])
+        print(f"{name}: max abs error against onnxruntime {float(np.max(np.abs(got - want))):.2e}")
+    sides: dict[str, Callable[[], object]] = {k: (lambda b=b: b(feeds)) for k, b in built.items()}
+    sides["ort"] = lambda: ort(feeds)
+    s = interleaved_samples(sides, rounds, pause=0.2, target_s=0.1, clock=time.process_time)
+    for k in built:
+        r = sorted(a / o for a, o in zip(s[k], s["ort"]))
+        print(f"{k}: {statistics.median(s[k]) * 1e3:.3f} ms [{min(s[k]) * 1e3:.3f}-"
+              f"{max(s[k]) * 1e3:.3f}], /onnxruntime {statistics.median(r):.3f} "
+              f"[{r[0]:.3f}-{r[-1]:.3f}]")
+    print(f"onnxruntime: {statistics.median(s['ort']) * 1e3:.3f} ms")
+    state = {}
+    for k, b in built.items():
+        gm = b.module.module  # (the graph executor behind the runner)
+        gm.run()
+        state[k] = (gm, [[] for _ in gm._calls])  # noqa: SLF001
+    for _ in range(node_rounds):
+        for gm, times in state.values():
+            for _ in range(5):
+                for i, (cfunc, a) in enumerate(gm._calls):  # noqa: SLF001
+                    t0 = time.thread_time()
+                    cfunc(*a)
+                    times[i].append(time.thread_time() - t0)
+    for k, (gm, times) in state.items():
+        kinds: dict[str, list[float]] = defaultdict(list)
+        shapes: dict[tuple, list[float]] = defaultdict(list)
+        for node, ts in zip(gm._call_nodes, times):  # noqa: SLF001
+            kind = kind_of(node.func_name or node.name)
+            kinds[kind].append(statistics.median(ts))
+            shape = tuple(gm._entries[node.outputs[0]].shape)  # noqa: SLF001
+            shapes[(kind, shape)].append(statistics.median(ts) * 1e6)
+        total = sum(sum(v) for v in kinds.values())
+        print(f"== {k}: {len(times)} kernels, summed {total * 1e3:.3f} ms")
+        for kind, ts in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
+            print(f"   {sum(ts) * 1e3:8.3f} ({len(ts):2d}) {kind}")
+        for (kind, shape), us in shapes.items():
+            print(f"      {kind} {shape}: " + " ".join(f"{u:.1f}" for u in us))

@@ -5,31 +5,19 @@ of it), with onnxruntime, on a zoo model at its real size.
 
     python bench/conv_transpose_ab.py --model dcgan [--rounds 11] [--node-rounds 8]
 
-Printed: cold build time of each form, max abs error against onnxruntime, the whole model's
-process CPU time at 1 thread (bench/common.interleaved_samples; medians [min-max] and the
-median of per-round ratios to onnxruntime), then a per-kernel profile (thread CPU time of each
-graph-executor call, the forms alternating in rounds of 5 runs; medians summed by kind, and
-each kernel by output shape).
+Printed: see ``common.lowering_forms_ab``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import statistics
 import sys
-import time
-from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, interleaved_samples, machine_description  # noqa: E402
+from common import ensure_native_blas, lowering_forms_ab  # noqa: E402
 
 ensure_native_blas()
-
-
-def _kind(name: str) -> str:
-    return re.sub(r"_\d+$", "", re.sub(r"^(tvmgen_default_)?fused_", "", name))
 
 
 def main() -> None:
@@ -38,65 +26,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--node-rounds", type=int, default=8)
     args = ap.parse_args()
-    os.environ["TVM_NUM_THREADS"] = "1"
-    os.environ["TVMPY_CACHE"] = "0"
-    import numpy as np
 
     import tvmpy.relay.transform.conv_transpose as ct
-    from tvmpy.relay.testing import compare, zoo
+    from tvmpy.relay.testing import compare
 
-    print(machine_description(), "1 thread", flush=True)
-    spec = zoo.MODELS[args.model]("real")
-    model = zoo.to_onnx(spec)
-    feeds = spec.feeds(seed=1)
-    built = {}
-    for name, shared in (("own_padding", False), ("shared_padding", True)):
-        mod, params = zoo.from_onnx(model, spec)
-        t0 = time.time()
-        lib, _ = compare.build(mod, params, opt_level=3,
-                               config={ct.SHARED_PADDING_KEY: shared})
-        built[name] = compare.tvm_runner(lib)
-        print(f"{name}: cold build {time.time() - t0:.1f} s", flush=True)
-    ort = compare.ort_runner(model, threads=1)
-    want = np.asarray(ort(feeds)[0])
-    for name, b in built.items():
-        got = np.asarray(b(feeds)[0])
-        print(f"{name}: max abs error against onnxruntime {float(np.max(np.abs(got - want))):.2e}")
-    sides = {k: (lambda b=b: b(feeds)) for k, b in built.items()}
-    sides["ort"] = lambda: ort(feeds)
-    s = interleaved_samples(sides, args.rounds, pause=0.2, target_s=0.1, clock=time.process_time)
-    for k in built:
-        r = sorted(a / o for a, o in zip(s[k], s["ort"]))
-        print(f"{k}: {statistics.median(s[k]) * 1e3:.3f} ms [{min(s[k]) * 1e3:.3f}-"
-              f"{max(s[k]) * 1e3:.3f}], /onnxruntime {statistics.median(r):.3f} "
-              f"[{r[0]:.3f}-{r[-1]:.3f}]")
-    print(f"onnxruntime: {statistics.median(s['ort']) * 1e3:.3f} ms")
-    state = {}
-    for k, b in built.items():
-        gm = b.module.module  # (the graph executor behind the runner)
-        gm.run()
-        state[k] = (gm, [[] for _ in gm._calls])  # noqa: SLF001
-    for _ in range(args.node_rounds):
-        for gm, times in state.values():
-            for _ in range(5):
-                for i, (cfunc, a) in enumerate(gm._calls):  # noqa: SLF001
-                    t0 = time.thread_time()
-                    cfunc(*a)
-                    times[i].append(time.thread_time() - t0)
-    for k, (gm, times) in state.items():
-        kinds: dict[str, list[float]] = defaultdict(list)
-        shapes: dict[tuple, list[float]] = defaultdict(list)
-        for node, ts in zip(gm._call_nodes, times):  # noqa: SLF001
-            kind = _kind(node.func_name or node.name)
-            kinds[kind].append(statistics.median(ts))
-            shape = tuple(gm._entries[node.outputs[0]].shape)  # noqa: SLF001
-            shapes[(kind, shape)].append(statistics.median(ts) * 1e6)
-        total = sum(sum(v) for v in kinds.values())
-        print(f"== {k}: {len(times)} kernels, summed {total * 1e3:.3f} ms")
-        for kind, ts in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
-            print(f"   {sum(ts) * 1e3:8.3f} ({len(ts):2d}) {kind}")
-        for (kind, shape), us in shapes.items():
-            print(f"      {kind} {shape}: " + " ".join(f"{u:.1f}" for u in us))
+    def form(shared: bool):
+        def build(mod, params):
+            lib, _ = compare.build(mod, params, opt_level=3,
+                                   config={ct.SHARED_PADDING_KEY: shared})
+            return compare.tvm_runner(lib)
+        return build
+
+    lowering_forms_ab(args.model, {"own_padding": form(False), "shared_padding": form(True)},
+                      args.rounds, args.node_rounds)
 
 
 if __name__ == "__main__":
