@@ -177,7 +177,7 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     # dynamic schedule: chunks of ~extent / (8 * nthreads) iterations taken from a shared
     # counter, so that a thread the OS preempts (a loaded machine) does not hold up the others;
     # a team of one (TVM_NUM_THREADS=1) takes the whole loop in one call. (A guided schedule,
-    # chunks of left / (4 * nthreads), is on branch h-effse, waiting for a quiet 2-thread A/B.)
+    # chunks of left / (4 * nthreads), measured a tie at 2 threads: bench/RESULTS.md, session 7.)
     nth_fn = "omp_get_num_threads" if gomp else "tvmpy_parallel_num_threads"
     cg.mb.declare(nth_fn, "i32", [])
     nth = wfb.value("i32", f"call i32 @{nth_fn}()", "nthreads")
