@@ -17,6 +17,9 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
   Winograd choice.
 - ``relay.cuda.winograd``: ``"auto"`` (default) / ``True`` / ``False``, the GPU conv2d Winograd
   choice (``relay/op/strategy/gpu.py``).
+- ``relay.gpu.symbolic_batch_hint``: an int >= 1 (default 1), the batch whose grid the GPU
+  convolution tiles are chosen for when the batch is a run-time size
+  (``relay/op/strategy/gpu.py``).
 - ``relay.x86.pointwise_matmul``: ``True`` (default) / ``False``, whether the x86 layout pass
   turns a 1x1 convolution of an NCHW input into a matmul (``relay/op/strategy/x86_alter_op.py``).
 - ``relay.x86.conv_nchw_input``: ``True`` (default) / ``False``, whether an x86 direct NCHWc
@@ -67,6 +70,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.FuseOps.max_depth": "int > 0",
     "relay.x86.winograd": "'auto', True, False or a tile size",
     "relay.cuda.winograd": "'auto', True or False: GPU conv2d Winograd (conv2d_nchw_winograd.cuda)",
+    "relay.gpu.symbolic_batch_hint": "int >= 1: the batch a GPU conv's tiles are chosen for "
+                                     "when the batch is a run-time size (default 1)",
     "relay.x86.pointwise_matmul": "bool: x86 1x1 convolutions of NCHW inputs as a matmul",
     "relay.x86.conv_nchw_input": "bool: x86 NCHWc convolutions read NCHW inputs in place",
     "relay.x86.pad_channels": "bool: half-vector channel counts of conv chains padded to "

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["conv2d_nchw", "schedule_conv2d_nchw", "schedule_direct_conv"]
+__all__ = ["conv2d_nchw", "schedule_conv2d_nchw", "schedule_direct_conv", "fallback_entities"]
 
 MAX_VTHREAD = 8  # virtual threads per axis (each one replicates the per-thread tile)
 
@@ -209,6 +209,22 @@ def _span(pad_data: Any, kernel: Any, out: Any) -> tuple[int, int, int, int]:
         s = max([st for st in range(1, max(2, hp + 1)) if (hp - k) // st + 1 == o] or [1])
         res.append((s, hp - (o - 1) * s if o > 1 else hp))
     return res[0][0], res[1][0], res[0][1], res[1][1]
+
+
+def fallback_entities(cfg: Any, conv: Tensor, batch: int) -> None:
+    """Set in ``cfg`` the untuned rule's tiles (:data:`FALLBACK_RULE`) for the conv2d stage
+    ``conv`` as if its batch were ``batch``: for a batch known only at run time (the tiles
+    cover the constant axes exactly; the batch stays a block axis, one image a block, so any
+    run-time batch is covered without guards), and the unroll knobs' defaults."""
+    from ...autotvm.space import OtherOptionEntity
+
+    pad_data, kernel = conv.op.input_tensors
+    axes = conv.op.axis[1:] + conv.op.reduce_axis
+    ext = [max(1, int(batch))] + [const_int(a.dom.extent) for a in axes]
+    rule = _fallback if FALLBACK_RULE == "shape" else _fallback_v1
+    rule(cfg, *ext, _span(pad_data, kernel, conv))
+    cfg["auto_unroll_max_step"] = OtherOptionEntity(512)
+    cfg["unroll_explicit"] = OtherOptionEntity(1)
 
 
 def schedule_direct_conv(cfg: Any, s: Schedule, conv: Tensor) -> None:

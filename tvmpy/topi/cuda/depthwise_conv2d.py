@@ -30,7 +30,8 @@ from .utils import (
 if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
-__all__ = ["depthwise_conv2d_nchw", "schedule_depthwise_conv2d_nchw"]
+__all__ = ["depthwise_conv2d_nchw", "schedule_depthwise_conv2d_nchw", "fallback_entities",
+           "schedule_depthwise"]
 
 
 @autotvm.register_topi_compute("depthwise_conv2d_nchw.cuda")
@@ -52,13 +53,31 @@ def schedule_depthwise_conv2d_nchw(cfg: Any, outs: Any) -> Schedule:
 
     def callback(op: Any) -> None:
         if op.tag == "depthwise_conv2d_nchw":
-            _schedule(cfg, s, op.output(0))
+            schedule_depthwise(cfg, s, op.output(0))
 
     traverse_inline(s, outs[0].op, callback)
     return s
 
 
-def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
+def fallback_entities(cfg: Any, conv: Tensor) -> None:
+    """Set in ``cfg`` the untuned tiles for the depthwise stage ``conv`` (channels, rows and
+    columns only: the batch stays a block axis, so a batch known only at run time needs no
+    guard) and the unroll knobs' defaults."""
+    from ...autotvm.space import OtherOptionEntity
+
+    _, f, y, x = conv.op.axis
+    limit = max_threads()
+    tx = min(8, limit)
+    ty = max(1, min(8, limit // tx))
+    cfg["tile_f"] = fallback_tile(const_int(f.dom.extent), max(1, min(4, limit // (tx * ty))), 1)
+    cfg["tile_y"] = fallback_tile(const_int(y.dom.extent), ty, 2)
+    cfg["tile_x"] = fallback_tile(const_int(x.dom.extent), tx, 1)
+    cfg["auto_unroll_max_step"] = OtherOptionEntity(256)
+    cfg["unroll_explicit"] = OtherOptionEntity(1)
+
+
+def schedule_depthwise(cfg: Any, s: Schedule, conv: Tensor) -> None:
+    """The template's knobs and schedule, for the depthwise stage ``conv`` in ``s``."""
     pad_data, kernel = conv.op.input_tensors
     if "pad" in (pad_data.op.tag or "") and pad_data.op in s:
         s[pad_data].compute_inline()
@@ -68,13 +87,7 @@ def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
     cfg.define_split("tile_x", x, num_outputs=4)
     unroll_knobs(cfg, (0, 256, 1500))
     if cfg.is_fallback:
-        limit = max_threads()
-        tx = min(8, limit)
-        ty = max(1, min(8, limit // tx))
-        cfg["tile_f"] = fallback_tile(const_int(f.dom.extent), max(1, min(4, limit // (tx * ty))),
-                                      1)
-        cfg["tile_y"] = fallback_tile(const_int(y.dom.extent), ty, 2)
-        cfg["tile_x"] = fallback_tile(const_int(x.dom.extent), tx, 1)
+        fallback_entities(cfg, conv)
 
     output, OL = output_stages(s, conv)
     AA = s.cache_read(pad_data, "shared", [OL])

@@ -42,6 +42,7 @@ from .generic import (
 
 __all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
            "PLEVEL", "TUNED_PLEVEL", "TENSORCORE_PLEVEL", "winograd_choice",
+           "SYMBOLIC_BATCH_HINT", "symbolic_batch_hint",
            "WINOGRAD_MIN_CHANNELS", "WINOGRAD_MIN_MAP"]
 
 PLEVEL = 10
@@ -246,6 +247,10 @@ def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) ->
         if kind != "group_conv2d_nchw" else None
     if impl is not None:
         s.add_implementation(*impl, f"{kind}.cuda", TUNED_PLEVEL)
+    elif inputs is not None and _conv_symbolic_batch(attrs, inputs):
+        # a dynamic batch: the template's schedule with the untuned rule's tiles, fixed
+        s.add_implementation(COMPUTES["nn.conv2d"], _conv2d_symbolic_batch_schedule(kind),
+                             f"{kind}.gpu_symbolic_batch", PLEVEL + 5)
     if _winograd_eligible(attrs, inputs):
         from ....autotvm.task.task import args_to_workload
         from ....autotvm.task.topi_integration import TaskExtractEnv
@@ -350,6 +355,73 @@ def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -
 
     traverse_inline(s, outs[0].op, callback)
     return s
+
+
+SYMBOLIC_BATCH_HINT = 1
+"""The batch the tiles of a convolution with a run-time batch are chosen for (PassContext
+``"relay.gpu.symbolic_batch_hint"`` overrides it): the untuned rule shrinks the per-thread tile
+until the grid has ``conv2d_direct.MIN_BLOCKS`` blocks at this batch; a larger run-time batch
+multiplies the blocks (more waves, same tiles), a smaller one leaves SMs idle. TVM's
+convention for dynamic shapes is to tune at one representative shape; 1 here, so that the
+batch-1 grid is full (an idle SM costs more than a lower reuse per thread, as the rule itself
+assumes); ``bench/gpu_dynamic.py --hints`` measures others."""
+
+
+def symbolic_batch_hint() -> int:
+    """:data:`SYMBOLIC_BATCH_HINT`, or PassContext ``"relay.gpu.symbolic_batch_hint"``."""
+    from ....transform import PassContext
+
+    hint = PassContext.current().config.get("relay.gpu.symbolic_batch_hint",
+                                            SYMBOLIC_BATCH_HINT)
+    if isinstance(hint, bool) or not isinstance(hint, int) or hint < 1:
+        raise ValueError(f"PassContext config relay.gpu.symbolic_batch_hint must be an int >= 1, "
+                         f"got {hint!r}")
+    return hint
+
+
+def _conv_symbolic_batch(attrs: Any, inputs: list) -> bool:
+    """An NCHW/OIHW convolution (groups 1 or depthwise) whose batch only is a run-time size
+    (channels, map and weights constant)."""
+    data, weight = inputs[0], inputs[1]
+    if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or len(data.shape) != 4:
+        return False
+    n = getattr(data.shape[0], "value", data.shape[0])
+    rest = [getattr(d, "value", d) for d in data.shape[1:]]
+    return (not isinstance(n, int) and all(isinstance(d, int) for d in rest) and _const(weight)
+            and conv2d_kind(attrs, inputs) in ("conv2d_nchw", "depthwise_conv2d_nchw"))
+
+
+def _conv2d_symbolic_batch_schedule(kind: str) -> Callable[..., Any]:
+    """The direct (or depthwise) template's schedule for a run-time batch: its untuned rule's
+    tiles over the constant axes (output channels, rows, columns, the reduction), derived as for
+    a batch of :func:`symbolic_batch_hint`, fixed (the AutoTVM space needs constant extents);
+    the batch a block axis (``blockIdx.z`` with the channel blocks), one image per block, so
+    every run-time batch is covered exactly."""
+    from ....te import create_schedule
+    from ....topi.cuda import conv2d_direct, depthwise_conv2d
+    from ....topi.nn.utils import traverse_inline
+
+    def fschedule(attrs: Any, outs: list, target: Any) -> Any:
+        outs = list(outs)
+        s = create_schedule([o.op for o in outs])
+        hint = symbolic_batch_hint()
+
+        def callback(op: Any) -> None:
+            if op.tag != kind:
+                return
+            cfg = _FixedTiles({})
+            with target:
+                if kind == "conv2d_nchw":
+                    conv2d_direct.fallback_entities(cfg, op.output(0), hint)
+                    conv2d_direct.schedule_direct_conv(cfg, s, op.output(0))
+                else:
+                    depthwise_conv2d.fallback_entities(cfg, op.output(0))
+                    depthwise_conv2d.schedule_depthwise(cfg, s, op.output(0))
+
+        traverse_inline(s, outs[0].op, callback)
+        return s
+
+    return fschedule
 
 
 def _symbolic_batch(inputs: list) -> bool:
