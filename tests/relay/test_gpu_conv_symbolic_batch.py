@@ -107,7 +107,9 @@ def _impl_name(mod, kind, batch):
     """The implementation the GPU strategy picks for the module's conv2d at ``batch`` (None: a
     run-time batch)."""
     mod = relay.transform.InferType()(mod)
-    call = mod["main"].body.args[0].args[0]
+    call = mod["main"].body
+    while call.op.name != "nn.conv2d":
+        call = call.args[0]
     tgt = Target(TARGETS[kind][0])
     d, w = (a.checked_type for a in call.args)
     xs = te.placeholder((te.var("n") if batch is None else batch, *d.shape[1:]), name="x")
@@ -147,6 +149,50 @@ def test_conv_at_run_time_batch_cuda_ptxas_and_emulation(case, tmp_path):
             x = _rand(batch, c, h, h + 2)
             np.testing.assert_allclose(vm.invoke("main", x).numpy(), _ref(case, x, params),
                                        rtol=1e-4, atol=1e-4)
+
+
+def _winograd_module(c, h, oc):
+    n = relay.Any()
+    x = relay.var("x", shape=(n, c, h, h + 1))
+    w, b = relay.var("w", shape=(oc, c, 3, 3)), relay.var("b", shape=(oc,))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), channels=oc, kernel_size=(3, 3))
+    y = relay.nn.relu(relay.nn.bias_add(y, b) + relay.const(0.5))
+    params = {"w": _rand(oc, c, 3, 3), "b": _rand(oc)}
+    return tvm.IRModule.from_expr(relay.Function([x, w, b], y)), params
+
+
+def _winograd_ref(x, params):
+    y = testing.conv2d_nchw_python(x, params["w"], 1, 1) + params["b"][None, :, None, None]
+    return np.maximum(y + 0.5, 0)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "cuda"])
+@pytest.mark.parametrize("c,h,oc,hint", [(13, 9, 11, 1), (13, 9, 11, 3), (8, 14, 16, 1)])
+def test_winograd_at_run_time_batch(kind, c, h, oc, hint, tmp_path):
+    """3x3 stride-1 convs with a run-time batch on Winograd (forced by PassContext): the tile
+    axis (batch x tiles per image) tiled for the hint batch, guarded where the tiles do not
+    divide it; F(2x2) (9x10 maps) and F(4x4) (14x15); equal to numpy at batches 1, 3, 7 (cuda:
+    ptxas within limits, then the host emulation at 1 and 3)."""
+    mod, params = _winograd_module(c, h, oc)
+    config = {"relay.cuda.winograd": True, "relay.gpu.symbolic_batch_hint": hint}
+    with tvm.transform.PassContext(config=config):
+        assert _impl_name(mod, kind, None) == "conv2d_nchw_winograd.gpu_symbolic_batch"
+        assert _impl_name(mod, kind, 2) == "conv2d_nchw_winograd.cuda"
+    with _gpu_vm(mod, kind, params, tmp_path, config) as (exe, vm):
+        assert "winograd" in exe.lib.imported_modules[0].get_source()
+        for batch in (1, 3, 7) if kind == "opencl" else (1, 3):
+            x = _rand(batch, c, h, h + 1)
+            np.testing.assert_allclose(vm.invoke("main", x).numpy(), _winograd_ref(x, params),
+                                       rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_rule_applies_to_run_time_batch():
+    """Untuned ("auto"): a run-time batch follows the static rule (64+ channels, 7+ maps:
+    Winograd above the direct schedule; fewer channels: the direct one)."""
+    for c, want in ((64, "conv2d_nchw_winograd.gpu_symbolic_batch"),
+                    (32, "conv2d_nchw.gpu_symbolic_batch")):
+        mod, _ = _winograd_module(c, 8, 64)
+        assert _impl_name(mod, "cuda", None) == want
 
 
 def test_batch_hint_sets_the_tiles():
@@ -232,14 +278,17 @@ def _resnet_like():
     return tvm.IRModule.from_expr(fn), params
 
 
-@pytest.mark.parametrize("kind", ["opencl", "cuda"])
-def test_resnet_like_graph_at_run_time_batch(kind, tmp_path):
+@pytest.mark.parametrize("kind,winograd", [("opencl", "auto"), ("opencl", True),
+                                           ("cuda", "auto")])
+def test_resnet_like_graph_at_run_time_batch(kind, winograd, tmp_path):
     """The whole graph through the GPU VM at batches 1, 3, 7 (cuda's emulation: 1, 3) against
-    the CPU VM of the same module (llvm), every conv on a symbolic-batch template."""
+    the CPU VM of the same module (llvm), every conv on a symbolic-batch template (the 3x3
+    stride-1 ones on Winograd where forced)."""
     mod, params = _resnet_like()
     with tvm.transform.PassContext(opt_level=3):
         cpu = VirtualMachine(relay.vm.compile(mod, target="llvm", params=params), tvm.cpu())
-    with _gpu_vm(mod, kind, params, tmp_path) as (exe, vm):
+    with _gpu_vm(mod, kind, params, tmp_path, {"relay.cuda.winograd": winograd}) as (exe, vm):
+        assert ("winograd" in exe.lib.imported_modules[0].get_source()) == (winograd is True)
         src = exe.lib.imported_modules[0].get_source()
         assert src.count("__shared__" if kind == "cuda" else "__local float") >= 2 * 6
         for batch in (1, 3, 7) if kind == "opencl" else (1, 3):

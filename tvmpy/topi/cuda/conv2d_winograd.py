@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
 __all__ = ["conv2d_nchw_winograd", "schedule_conv2d_nchw_winograd", "winograd_tile_size",
-           "conv2d_nchw_winograd_weight_transform"]
+           "conv2d_nchw_winograd_weight_transform", "winograd_conv", "schedule_winograd",
+           "fixed_entities"]
 
 MAX_WASTE = 1.35
 """F(4x4) only when the output's 4x4 tiles compute at most this many times its outputs (a 7x7
@@ -94,16 +95,33 @@ def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, p
     """3x3 stride-1 dilation-1 convolution ``data[N, CI, H, W]`` * ``kernel[CO, CI, 3, 3]`` (or,
     ``pre_computed``, ``U[alpha, alpha, CI, CO]``) -> ``[N, CO, OH, OW]`` (tag
     ``conv2d_nchw_winograd``). ``tile_size`` 0: :func:`winograd_tile_size`."""
+    const_int(data.shape[0], "conv2d_nchw_winograd.cuda: batch")
+    res = winograd_conv(data, kernel, strides, padding, dilation, out_dtype, tile_size,
+                        pre_computed)
+    n, co, oh, ow = (const_int(d) for d in res.shape)
+    cfg.add_flop(2 * n * co * oh * ow * const_int(data.shape[1]) * 9)
+    return res
+
+
+def winograd_conv(data: Tensor, kernel: Tensor, strides: Any, padding: Any, dilation: Any = 1,
+                  out_dtype: str | None = None, tile_size: int = 0, pre_computed: bool = False,
+                  batch_hint: int = 1) -> Tensor:
+    """The compute of :func:`conv2d_nchw_winograd` without the AutoTVM task: the batch may be
+    a run-time size (the tiles are numbered batch-major, ``p = (b * nh + th) * nw + tw``, so
+    the products' tile axis is ``batch x tiles per image``); ``tile_size`` 0 then picks
+    :func:`winograd_tile_size` for a batch of ``batch_hint``."""
     st = (strides, strides) if isinstance(strides, int) else tuple(strides)
     dl = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
     if tuple(int(v) for v in st) != (1, 1) or tuple(int(v) for v in dl) != (1, 1):
         raise ValueError(f"conv2d_nchw_winograd: stride {st} / dilation {dl}: only 1")
-    n, ci, h, w = (const_int(d, "conv2d_nchw_winograd: data shape") for d in data.shape)
+    n = data.shape[0] if not isinstance(getattr(data.shape[0], "value", data.shape[0]), int) \
+        else const_int(data.shape[0])
+    ci, h, w = (const_int(d, "conv2d_nchw_winograd: data shape") for d in data.shape[1:])
     pt, pl, pb, pr = get_pad_tuple(padding, (3, 3))
     oh, ow = h + pt + pb - 2, w + pl + pr - 2
     if oh < 1 or ow < 1:
         raise ValueError("conv2d_nchw_winograd: the 3x3 window is larger than the padded input")
-    m = int(tile_size) or winograd_tile_size(oh, ow, n)
+    m = int(tile_size) or winograd_tile_size(oh, ow, n if isinstance(n, int) else batch_hint)
     alpha = m + 2
     at, bt, _ = winograd_matrices(m)
     if pre_computed:
@@ -146,10 +164,8 @@ def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, p
         p = (b * nh + y // m) * nw + x // m
         return _transform(at, x % m, lambda r2: S[y % m, r2, o, p], out_dtype)
 
-    res = compute((n, co, oh, ow), out, name="conv2d_nchw_winograd",
-                  tag="conv2d_nchw_winograd", attrs={"tile_size": m})
-    cfg.add_flop(2 * n * co * oh * ow * ci * 9)
-    return res
+    return compute((n, co, oh, ow), out, name="conv2d_nchw_winograd",
+                   tag="conv2d_nchw_winograd", attrs={"tile_size": m})
 
 
 @autotvm.register_topi_schedule("conv2d_nchw_winograd.cuda")
@@ -162,7 +178,7 @@ def schedule_conv2d_nchw_winograd(cfg: Any, outs: Any) -> Schedule:
 
     def callback(op: Any) -> None:
         if op.tag == "conv2d_nchw_winograd":
-            _schedule(cfg, s, op.output(0))
+            schedule_winograd(cfg, s, op.output(0))
 
     traverse_inline(s, outs[0].op, callback)
     return s
@@ -211,13 +227,14 @@ def _fallback(cfg: Any, b: int, co: int, p: int, ci: int) -> None:
                                                                       // per_channel)))])
 
 
-def _schedule_transform(s: Schedule, T: Tensor, partial: Tensor, nthreads: int) -> None:
+def _schedule_transform(s: Schedule, T: Tensor, partial: Tensor, nthreads: int,
+                        inner_hint: int = 0) -> None:
     """A transform stage ``T[e, n, a, b]`` (weights: ``a, b`` = input / output channel; input:
     channel / tile): one thread per ``(a, b)``, the ``alpha x alpha`` points unrolled in it, its
     first-pass product ``partial`` in registers (``local``) beside it."""
     e, n, a, b = s[T].op.axis
     s[T].reorder(a, b, e, n)
-    tx = _threads_2d(s, T, a, b, nthreads)
+    tx = _threads_2d(s, T, a, b, nthreads, inner_hint)
     s[T].unroll(e)
     s[T].unroll(n)
     s[partial].set_scope("local")
@@ -226,13 +243,16 @@ def _schedule_transform(s: Schedule, T: Tensor, partial: Tensor, nthreads: int) 
         s[partial].unroll(ax)
 
 
-def _threads_2d(s: Any, stage: Any, outer: Any, inner: Any, nthreads: int) -> Any:
+def _threads_2d(s: Any, stage: Any, outer: Any, inner: Any, nthreads: int,
+                inner_hint: int = 0) -> Any:
     """Bind the 2-D ``(outer, inner)`` axes: ``inner`` split by up to ``nthreads`` threads
     (``threadIdx.x``), ``outer`` by the rest (``threadIdx.y``), the outer parts to
     ``blockIdx.y/x``. No fused-then-split axes: the per-thread region of a ``local`` stage
-    attached below stays exact. Returns the innermost thread axis."""
+    attached below stays exact. ``inner_hint``: the extent to size the threads for when
+    ``inner``'s is a run-time size (a guarded last block). Returns the innermost thread axis."""
     st = s[stage]
-    ext_in = const_int(inner.dom.extent)
+    ext = getattr(inner.dom.extent, "value", inner.dom.extent)
+    ext_in = ext if isinstance(ext, int) else max(1, inner_hint or nthreads)
     ext_out = const_int(outer.dom.extent)
     tx = min(ext_in, nthreads)
     ty = max(1, min(ext_out, nthreads // tx))
@@ -246,7 +266,34 @@ def _threads_2d(s: Any, stage: Any, outer: Any, inner: Any, nthreads: int) -> An
     return ii
 
 
-def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
+def fixed_entities(cfg: Any, conv: Tensor, batch: int) -> None:
+    """Set in ``cfg`` the untuned tiles of the batched products (:func:`_fallback`) of the
+    Winograd stage ``conv`` as if its batch were ``batch`` (for a batch known only at run time:
+    with ``batch`` 1 the tile axis' blocks divide the tiles of one image, so any batch is
+    covered exactly), and the unroll knobs' defaults."""
+    from ...autotvm.space import OtherOptionEntity
+
+    S = _stage(conv, "winograd_S")
+    M = _stage(S, "winograd_M")
+    alpha = const_int(M.op.axis[0].dom.extent)
+    co = const_int(M.op.axis[2].dom.extent)
+    ci = const_int(M.op.reduce_axis[0].dom.extent)
+    _fallback(cfg, alpha * alpha, co, max(1, int(batch)) * _tiles_per_image(conv), ci)
+    cfg["auto_unroll_max_step"] = OtherOptionEntity(512)
+    cfg["unroll_explicit"] = OtherOptionEntity(1)
+
+
+def _tiles_per_image(conv: Tensor) -> int:
+    m = int(conv.op.attrs["tile_size"])
+    oh, ow = (const_int(d) for d in conv.shape[2:])
+    return -(-oh // m) * -(-ow // m)
+
+
+def schedule_winograd(cfg: Any, s: Schedule, conv: Tensor, batch_hint: int = 1) -> None:
+    """The template's knobs and schedule, for the Winograd stage ``conv`` in ``s``. A batch
+    known only at run time (``conv``'s tile axis symbolic) takes the tiles set in ``cfg``
+    (:func:`fixed_entities`); the input transform's threads are sized for ``batch_hint``
+    images, its last block guarded."""
     nthreads = max(1, min(128, max_threads()))
     S = _stage(conv, "winograd_S")
     M = _stage(S, "winograd_M")
@@ -260,7 +307,7 @@ def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
         _schedule_transform(s, U, _stage(U, "winograd_Gg"), nthreads)
 
     # input transform
-    _schedule_transform(s, V, d1, nthreads)
+    _schedule_transform(s, V, d1, nthreads, batch_hint * _tiles_per_image(conv))
 
     # batched product
     y_ax, x_ax = s[M].op.axis[2], s[M].op.axis[3]
@@ -269,12 +316,10 @@ def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
     cfg.define_split("tile_x", x_ax, num_outputs=4, filter=lambda e: e.size[1] <= 8)
     cfg.define_split("tile_rc", rc, num_outputs=2)
     unroll_knobs(cfg)
-    alpha = const_int(s[M].op.axis[0].dom.extent)
-    co = const_int(y_ax.dom.extent)
-    p = const_int(x_ax.dom.extent)
-    ci = const_int(rc.dom.extent)
     if cfg.is_fallback:
-        _fallback(cfg, alpha * alpha, co, p, ci)
+        alpha = const_int(s[M].op.axis[0].dom.extent)
+        _fallback(cfg, alpha * alpha, const_int(y_ax.dom.extent), const_int(x_ax.dom.extent),
+                  const_int(rc.dom.extent))
     e, n, y, x = s[M].op.axis
     MM = s.cache_write(M, "local")
     UU = s.cache_read(U, "shared", [MM])

@@ -109,10 +109,12 @@ padded tiles)."""
 
 
 def _winograd_eligible(attrs: Any, inputs: list) -> bool:
-    """float32 3x3 stride-1 dilation-1 plain NCHW/OIHW convolutions of constant shapes (the
-    transforms' rounding in float16 or integers is not what the direct convolution gives)."""
+    """float32 3x3 stride-1 dilation-1 plain NCHW/OIHW convolutions of constant shapes, or of a
+    run-time batch only (the transforms' rounding in float16 or integers is not what the direct
+    convolution gives)."""
     d, w = inputs
-    return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" and _const(d, w)
+    return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW"
+            and (_const(d, w) or _conv_symbolic_batch(attrs, inputs))
             and conv2d_kind(attrs, inputs) == "conv2d_nchw"
             and tuple(int(v) for v in w.shape[2:]) == (3, 3)
             and tuple(int(v) for v in attrs.strides) == (1, 1)
@@ -141,7 +143,7 @@ def winograd_choice(attrs: Any, inputs: list, out_type: Any, target: Any) -> boo
                          f"got {mode!r}")
     if mode is not True and mode is not False:
         ctx = DispatchContext.current
-        if ctx is not None:
+        if ctx is not None and _const(*inputs):  # (a run-time batch has no tuned records)
             rest = _winograd_args(attrs, inputs, out_type)
             costs = {name: ctx.best_cost(target, args_to_workload((*inputs, *rest), name))
                      for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda")}
@@ -156,12 +158,47 @@ def winograd_choice(attrs: Any, inputs: list, out_type: Any, target: Any) -> boo
 
 
 def _winograd_impl(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    if not _const(*inputs):
+        return _winograd_symbolic_batch_impl(target)
+
     def compute(attrs: Any, inputs: list, out_type: Any) -> list:
         with target:
             return [cuda.conv2d_nchw_winograd(inputs[0], inputs[1],
                                               *_winograd_args(attrs, inputs, out_type))]
 
     return compute, _schedule_in(cuda.schedule_conv2d_nchw_winograd, target)
+
+
+def _winograd_symbolic_batch_impl(target: Any) -> Any:
+    """Winograd for a run-time batch: the tile size and the products' tiles chosen for a batch
+    of :func:`symbolic_batch_hint` (``conv2d_winograd.fixed_entities``), the tile axis
+    (batch x tiles per image) guarded where the tiles do not divide it."""
+    from ....te import create_schedule
+    from ....topi.cuda import conv2d_winograd
+    from ....topi.nn.utils import traverse_inline
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [conv2d_winograd.winograd_conv(inputs[0], inputs[1],
+                                                  *_winograd_args(attrs, inputs, out_type),
+                                                  batch_hint=symbolic_batch_hint())]
+
+    def fschedule(attrs: Any, outs: list, tgt: Any) -> Any:
+        outs = list(outs)
+        s = create_schedule([o.op for o in outs])
+        hint = symbolic_batch_hint()
+
+        def callback(op: Any) -> None:
+            if op.tag == "conv2d_nchw_winograd":
+                cfg = _FixedTiles({})
+                with target:
+                    conv2d_winograd.fixed_entities(cfg, op.output(0), hint)
+                    conv2d_winograd.schedule_winograd(cfg, s, op.output(0), hint)
+
+        traverse_inline(s, outs[0].op, callback)
+        return s
+
+    return compute, fschedule
 
 
 @register_tuned_implementation("dense.cuda")
@@ -256,16 +293,18 @@ def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) ->
         from ....autotvm.task.topi_integration import TaskExtractEnv
 
         env = TaskExtractEnv.current
-        if env is not None:  # both algorithms' tasks, whichever the build picks
+        if env is not None and _const(*inputs):  # both algorithms' tasks, whichever is built
             rest = _winograd_args(attrs, inputs, out_type)
             with env.lowering("nn.conv2d"):
                 for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda"):
                     wk = args_to_workload((*inputs, *rest), name)
                     env.add(wk[0], wk[1:])
+        # (a run-time batch: above / below the direct schedule's PLEVEL + 5)
         level = TUNED_PLEVEL + 5 if winograd_choice(attrs, inputs, out_type, target) \
-            else TUNED_PLEVEL - 5
+            else TUNED_PLEVEL - 5 if _const(*inputs) else PLEVEL + 3
         s.add_implementation(*_winograd_impl(attrs, inputs, out_type, target),
-                             "conv2d_nchw_winograd.cuda", level)
+                             "conv2d_nchw_winograd.cuda" if _const(*inputs)
+                             else "conv2d_nchw_winograd.gpu_symbolic_batch", level)
     return s
 
 
