@@ -5,7 +5,7 @@ in one session, next to a static ``relay.build`` of each batch (graph executor) 
 
     PYTHONPATH=. python bench/gpu_dynamic.py [--target cuda|opencl] [--batches 1,4,16]
         [--static-batches 1,16] [--models bert_encoder,resnet18] [--image 224] [--seq 128]
-        [--number 10] [--repeat 5] [--json out.json]
+        [--variants plain,direct,hint16] [--number 10] [--repeat 5] [--json out.json]
 
 Times (ms per call, median of ``repeat`` means of ``number`` calls, min-max), inputs already on
 the device, outputs left there, the device synchronized before and after each repeat (same
@@ -16,9 +16,13 @@ clock for all three):
   call), the kernels (symbolic extents, launch sizes from the batch), the output copied into a
   pooled device array. ``vm first``: the first call at a batch (plan creation: device
   allocation, kernel binding).
-- ``plain variant``: the same VM with dense/batch_matmul of a run-time row/batch count on the
-  plain one-output-per-thread schedule (before the fixed-tile template schedules; which is
-  faster on a GPU is what this column says; ``--no-plain`` skips it).
+- variants (``--variants``, a column each; each one more VM build of the same model):
+  ``plain``: every operator with a run-time batch on the plain one-output-per-thread schedule
+  (conv2d, dense, batch_matmul: what session 6 measured on the H200, ResNet-18 5.98 / 10.10 /
+  34.23 ms); ``direct``: no Winograd for a run-time batch (``relay.cuda.winograd`` False: every
+  conv on the direct template's symbolic-batch schedule); ``hint16``: the conv tiles chosen
+  for a batch of 16 instead of 1 (``relay.gpu.symbolic_batch_hint``). ``direct`` and ``hint16``
+  only for models with convolutions. ``--variants ""`` skips them.
 - ``static``: the graph executor of ``relay.build`` for that batch (constant shapes: the tuned
   templates where the strategies have them, here untuned fallbacks), ``g.run()``; only at
   ``--static-batches`` (a static ResNet-18 build for CUDA takes 15-40 s of host time).
@@ -49,6 +53,30 @@ from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 from tvmpy.runtime.vm import VirtualMachine  # noqa: E402
 
 TOL = 1e-3
+VARIANTS = ("plain", "direct", "hint16")
+CONV_VARIANTS = ("direct", "hint16")
+CONV_MODELS = ("resnet18",)
+
+
+def _variant_vm(variant: str, mod, params, target: str, dev) -> VirtualMachine:
+    """The VM of one variant build (see the module docstring)."""
+    from tvmpy.relay.op.strategy import gpu as gpu_strategy
+
+    config = {"direct": {"relay.cuda.winograd": False},
+              "hint16": {"relay.gpu.symbolic_batch_hint": 16}}.get(variant, {})
+    names = ("_symbolic_rows", "_symbolic_batch", "_conv_symbolic_batch")
+    saved = [getattr(gpu_strategy, n) for n in names]
+    if variant == "plain":  # every run-time-batch template off: the plain schedule
+        for n in names:
+            setattr(gpu_strategy, n, lambda *a: False)
+    elif variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r} ({', '.join(VARIANTS)})")
+    try:
+        with tvm.transform.PassContext(opt_level=3, config=config):
+            return VirtualMachine(relay.vm.compile(mod, target=target, params=params), dev)
+    finally:
+        for n, f in zip(names, saved):
+            setattr(gpu_strategy, n, f)
 
 
 def _time(fn, dev, number: int, repeat: int) -> dict:
@@ -86,17 +114,13 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
     vm_build = time.perf_counter() - t0
     vm = VirtualMachine(exe, dev)
     print(f"{name}: VM build {vm_build:.1f} s ({exe.stats})", flush=True)
-    plain = None
-    if args.plain:  # the variant: dense/batch_matmul with the plain one-output-per-thread
-        from tvmpy.relay.op.strategy import gpu as gpu_strategy  # schedule
-
-        saved = gpu_strategy._symbolic_rows, gpu_strategy._symbolic_batch
-        gpu_strategy._symbolic_rows = gpu_strategy._symbolic_batch = lambda inputs: False
-        try:
-            with tvm.transform.PassContext(opt_level=3):
-                plain = VirtualMachine(relay.vm.compile(mod, target=target, params=params), dev)
-        finally:
-            gpu_strategy._symbolic_rows, gpu_strategy._symbolic_batch = saved
+    variants = {}
+    for v in args.variants:
+        if v in CONV_VARIANTS and name not in CONV_MODELS:
+            continue
+        t0 = time.perf_counter()
+        variants[v] = _variant_vm(v, mod, params, target, dev)
+        print(f"{name}: variant {v} VM build {time.perf_counter() - t0:.1f} s", flush=True)
     for batch in args.batches:
         row: dict = {"model": name, "batch": batch, "target": target, "vm_build_s": vm_build}
         rows.append(row)
@@ -115,12 +139,12 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
             row["vm_rel_err"] = compare.errors(out.numpy(), want)[1]
             row["vm"] = _time(lambda f=dfeeds: vm.invoke("main", **f), dev, args.number,
                               args.repeat)
-            if plain is not None:
-                out = plain.invoke("main", **dfeeds)
+            for v, vvm in variants.items():
+                out = vvm.invoke("main", **dfeeds)
                 out = out[0] if isinstance(out, tuple) else out
-                row["vm_plain_rel_err"] = compare.errors(out.numpy(), want)[1]
-                row["vm_plain"] = _time(lambda f=dfeeds: plain.invoke("main", **f), dev,
-                                        args.number, args.repeat)
+                row[f"vm_{v}_rel_err"] = compare.errors(out.numpy(), want)[1]
+                row[f"vm_{v}"] = _time(lambda f=dfeeds, m=vvm: m.invoke("main", **f), dev,
+                                       args.number, args.repeat)
             if on_gpu:
                 try:
                     tt = time_torch(static, feeds, args.number, args.repeat)
@@ -140,7 +164,7 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
         except Exception as e:  # noqa: BLE001  (one failing must not hide the others)
             row["error"] = f"{type(e).__name__}: {e}"
             traceback.print_exc()
-        print(_line(row), flush=True)
+        print(_line(row, args.variants), flush=True)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(rows, fh, indent=1)
@@ -152,12 +176,13 @@ def _fmt(v) -> str:
     return "n/a" if v is None else str(v)[:60]
 
 
-def _line(row: dict) -> str:
+def _line(row: dict, variants: list) -> str:
     if "error" in row:
         return f"| {row['model']} | {row['batch']} | ERROR {row['error'][:300]} |"
     vm, st, to = row.get("vm"), row.get("static"), row.get("torch")
     se = row.get("static_rel_err")
-    return (f"| {row['model']} | {row['batch']} | {_fmt(vm)} | {_fmt(row.get('vm_plain'))} | "
+    cols = "".join(f"{_fmt(row.get(f'vm_{v}'))} | " for v in variants)
+    return (f"| {row['model']} | {row['batch']} | {_fmt(vm)} | {cols}"
             f"{row['vm_first_ms']:.1f} | "
             f"{_fmt(st)} | {_fmt(to)} | {ratio(vm, st)} | {ratio(vm, to)} | "
             f"{row['vm_rel_err']:.1e} / {'-' if se is None else f'{se:.1e}'} |")
@@ -165,7 +190,8 @@ def _line(row: dict) -> str:
 
 def _bad(row: dict) -> bool:
     return "error" in row or not (row["vm_rel_err"] <= TOL
-                                  and row.get("vm_plain_rel_err", 0.0) <= TOL
+                                  and all(v <= TOL for k, v in row.items()
+                                          if k.startswith("vm_") and k.endswith("_rel_err"))
                                   and row.get("static_rel_err", 0.0) <= TOL
                                   and row.get("torch_rel_err", 0.0) <= TOL)
 
@@ -182,12 +208,17 @@ def main() -> int:
     p.add_argument("--number", type=int, default=10)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", default="")
-    p.add_argument("--no-plain", dest="plain", action="store_false",
-                   help="skip the variant VM build whose dense/batch_matmul keep the plain "
-                   "schedule (the tiled fixed-tile ones are the default)")
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="extra VM builds timed beside the default one (plain: every op on the "
+                   "plain schedule; direct: no Winograd; hint16: conv tiles for batch 16); "
+                   "empty: none")
     args = p.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     args.static_batches = [int(b) for b in args.static_batches.split(",") if b]
+    args.variants = [v for v in args.variants.split(",") if v]
+    for v in args.variants:
+        if v not in VARIANTS:
+            p.error(f"unknown variant {v!r} ({', '.join(VARIANTS)})")
     target = cuda_target(args.target)
     dev = device(args.target)
     if not dev.exist:
@@ -195,10 +226,12 @@ def main() -> int:
         return 2
     on_gpu = target.startswith(("cuda", "nvptx"))
     print(f"target {target!r}, device {dev}, image {args.image}, seq {args.seq}", flush=True)
-    print("| model | batch | VM dynamic ms (min-max) | VM plain-matmul variant ms | "
-          "VM first call ms | static graph ms | torch eager ms | VM / static | VM / torch | "
+    print("| model | batch | VM dynamic ms (min-max) | "
+          + "".join(f"VM {v} ms | " for v in args.variants)
+          + "VM first call ms | static graph ms | torch eager ms | VM / static | VM / torch | "
           "rel err vs ORT (VM / static) |")
-    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|" + "---|" * len(args.variants) + "---|---|---|---|---|---|",
+          flush=True)
     rows: list[dict] = []
     for name in args.models.split(","):
         try:
@@ -206,7 +239,7 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001
             rows.append({"model": name, "batch": "all", "error": f"{type(e).__name__}: {e}"})
             traceback.print_exc()
-            print(_line(rows[-1]), flush=True)
+            print(_line(rows[-1], args.variants), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -16,8 +16,11 @@
 # (bench/gpu_tensorcore.py: wmma fp16/bf16 GEMM vs cuBLAS; TC_SIZES, default 1024,4096,8192),
 # CONV (bench/gpu_conv_defaults.py: ResNet-18's conv layers, old/new direct fallback, Winograd,
 # cuDNN), MIXED (bench/gpu_mixed_precision.py: ToMixedPrecision float16 vs float32 vs torch
-# autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds). The
-# session of 2026-11-30: `OUT=... TUNE=0 PROFILE=6 bash bench/gpu_session.sh`.
+# autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds, with the
+# variants plain / direct / hint16 of a run-time batch). GPU_MODELS=0 skips gpu_models.py. The
+# session of 2026-11-30: `OUT=... TUNE=0 PROFILE=6 bash bench/gpu_session.sh`. The dynamic batch
+# alone (issue 29 point 3, ~3-4 min): `OUT=... GPU_CHECK=0 GEMM=0 TENSORCORE=0 CONV=0 MIXED=0
+# TUNE=0 GPU_MODELS=0 bash bench/gpu_session.sh`.
 #
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
 # 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
@@ -92,12 +95,14 @@ if [ "${TUNE:-1}" != 0 ]; then
     grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
 fi
 
+if [ "${GPU_MODELS:-1}" != 0 ]; then
 say "models"
 timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --models "$MODELS" \
   --number 10 --repeat 5 --profile "${PROFILE:-0}" --tune-log "$OUT/conv.log" \
   --cuda-graph "${CUDA_GRAPH:-both}" --torch-compile "${TORCH_COMPILE:-}" \
   --json "$OUT/gpu_models.json" 2>&1 |
   grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+fi
 
 if [ "${MIXED:-1}" != 0 ]; then
   say "mixed precision (ToMixedPrecision float16)"
@@ -107,7 +112,7 @@ fi
 
 if [ "${DYNAMIC:-1}" != 0 ]; then
   say "dynamic batch (VM on cuda)"
-  timeout 240 python3 bench/gpu_dynamic.py --number 5 --repeat 3 --json "$OUT/gpu_dynamic.json" \
+  timeout 300 python3 bench/gpu_dynamic.py --number 5 --repeat 3 --json "$OUT/gpu_dynamic.json" \
     2>&1 | grep -v "^autotvm:" | tee -a "$LOG"
 fi
 say "done"
