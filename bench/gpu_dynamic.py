@@ -21,8 +21,10 @@ clock for all three):
   (conv2d, dense, batch_matmul: what session 6 measured on the H200, ResNet-18 5.98 / 10.10 /
   34.23 ms); ``direct``: no Winograd for a run-time batch (``relay.cuda.winograd`` False: every
   conv on the direct template's symbolic-batch schedule); ``hint16``: the conv tiles chosen
-  for a batch of 16 instead of 1 (``relay.gpu.symbolic_batch_hint``). ``direct`` and ``hint16``
-  only for models with convolutions. ``--variants ""`` skips them.
+  for a batch of 16 instead of 1 (``relay.gpu.symbolic_batch_hint``); ``rows64``: dense with
+  run-time rows in 64-row blocks, 4 rows a thread (``SYMBOLIC_ROWS_VTHREADS`` 4, not 1).
+  Each model gets those that change it (:data:`MODEL_VARIANTS`; ResNet-18's one dense layer
+  is left out of ``rows64``). ``--variants ""`` skips them.
 - ``static``: the graph executor of ``relay.build`` for that batch (constant shapes: the tuned
   templates where the strategies have them, here untuned fallbacks), ``g.run()``; only at
   ``--static-batches`` (a static ResNet-18 build for CUDA takes 15-40 s of host time).
@@ -53,9 +55,9 @@ from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 from tvmpy.runtime.vm import VirtualMachine  # noqa: E402
 
 TOL = 1e-3
-VARIANTS = ("plain", "direct", "hint16")
-CONV_VARIANTS = ("direct", "hint16")
-CONV_MODELS = ("resnet18",)
+VARIANTS = ("plain", "direct", "hint16", "rows64")
+MODEL_VARIANTS = {"resnet18": ("plain", "direct", "hint16"), "bert_encoder": ("plain", "rows64")}
+"""The variants that change something in each model (convs; the dense layers)."""
 
 
 def _variant_vm(variant: str, mod, params, target: str, dev) -> VirtualMachine:
@@ -66,9 +68,12 @@ def _variant_vm(variant: str, mod, params, target: str, dev) -> VirtualMachine:
               "hint16": {"relay.gpu.symbolic_batch_hint": 16}}.get(variant, {})
     names = ("_symbolic_rows", "_symbolic_batch", "_conv_symbolic_batch")
     saved = [getattr(gpu_strategy, n) for n in names]
+    rows = gpu_strategy.SYMBOLIC_ROWS_VTHREADS
     if variant == "plain":  # every run-time-batch template off: the plain schedule
         for n in names:
             setattr(gpu_strategy, n, lambda *a: False)
+    elif variant == "rows64":  # dense with run-time rows: 64-row blocks (4 rows a thread)
+        gpu_strategy.SYMBOLIC_ROWS_VTHREADS = 4
     elif variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r} ({', '.join(VARIANTS)})")
     try:
@@ -77,6 +82,7 @@ def _variant_vm(variant: str, mod, params, target: str, dev) -> VirtualMachine:
     finally:
         for n, f in zip(names, saved):
             setattr(gpu_strategy, n, f)
+        gpu_strategy.SYMBOLIC_ROWS_VTHREADS = rows
 
 
 def _time(fn, dev, number: int, repeat: int) -> dict:
@@ -116,7 +122,7 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
     print(f"{name}: VM build {vm_build:.1f} s ({exe.stats})", flush=True)
     variants = {}
     for v in args.variants:
-        if v in CONV_VARIANTS and name not in CONV_MODELS:
+        if v not in MODEL_VARIANTS.get(name, VARIANTS):
             continue
         t0 = time.perf_counter()
         variants[v] = _variant_vm(v, mod, params, target, dev)
@@ -210,8 +216,8 @@ def main() -> int:
     p.add_argument("--json", default="")
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help="extra VM builds timed beside the default one (plain: every op on the "
-                   "plain schedule; direct: no Winograd; hint16: conv tiles for batch 16); "
-                   "empty: none")
+                   "plain schedule; direct: no Winograd; hint16: conv tiles for batch 16; "
+                   "rows64: dense with 64-row blocks); empty: none")
     args = p.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     args.static_batches = [int(b) for b in args.static_batches.split(",") if b]

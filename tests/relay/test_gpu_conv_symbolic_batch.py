@@ -295,3 +295,27 @@ def test_resnet_like_graph_at_run_time_batch(kind, winograd, tmp_path):
             xv = _rand(batch, 3, 29, 29)
             np.testing.assert_allclose(vm.invoke("main", xv).numpy(),
                                        cpu.invoke("main", xv).numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_dense_run_time_rows_as_virtual_threads(kind, tmp_path, monkeypatch):
+    """SYMBOLIC_ROWS_VTHREADS 4 (bench/gpu_dynamic.py's variant rows64): 64-row blocks, each
+    thread 4 guarded rows as virtual threads; equal to numpy at row counts around the block
+    (1, 15, 17, 64, 65, 130); cuda: no stack, no spills (checked in _gpu_vm)."""
+    from tvmpy.relay.op.strategy import gpu as gpu_strategy
+
+    monkeypatch.setattr(gpu_strategy, "SYMBOLIC_ROWS_VTHREADS", 4)
+    x = relay.var("x", shape=(relay.Any(), 96))
+    w, b = relay.var("w", shape=(67, 96)), relay.var("b", shape=(67,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w, b], y))
+    params = {"w": _rand(67, 96), "b": _rand(67)}
+    with _gpu_vm(mod, kind, params, tmp_path) as (exe, vm):
+        if kind == "cuda":
+            for per_kernel in exe.lib.imported_modules[0].ptxas_info.values():
+                assert all(i.stack_bytes == 0 for i in per_kernel.values()), per_kernel
+        for m in (1, 15, 17, 64, 65, 130) if kind == "opencl" else (1, 17, 65):
+            xv = _rand(m, 96)
+            want = np.maximum(xv @ params["w"].T + params["b"], 0)
+            np.testing.assert_allclose(vm.invoke("main", xv).numpy(), want, rtol=1e-5,
+                                       atol=1e-5)

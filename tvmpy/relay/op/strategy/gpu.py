@@ -42,7 +42,7 @@ from .generic import (
 
 __all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
            "PLEVEL", "TUNED_PLEVEL", "TENSORCORE_PLEVEL", "winograd_choice",
-           "SYMBOLIC_BATCH_HINT", "symbolic_batch_hint",
+           "SYMBOLIC_BATCH_HINT", "symbolic_batch_hint", "SYMBOLIC_ROWS_VTHREADS",
            "WINOGRAD_MIN_CHANNELS", "WINOGRAD_MIN_MAP"]
 
 PLEVEL = 10
@@ -331,11 +331,20 @@ class _FixedTiles:
         self._entities[name] = entity
 
 
+SYMBOLIC_ROWS_VTHREADS = 1
+"""Rows per thread of a dense with a run-time row count, as virtual threads (each its own
+guarded row: a register tile over rows would get a run-time trip count and live in local
+memory): 1 gives 16-row blocks (more blocks for few rows), 4 gives 64-row blocks of 4 x 4
+outputs a thread (sm_90: 40 registers, no stack; more reuse for many rows). Not measured on a
+GPU yet: ``bench/gpu_dynamic.py``'s variant ``rows64`` times 4 against this default."""
+
+
 def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
     """``dense.cuda``'s tiled schedule (shared-memory tiles of both operands, cooperative
-    coalesced loads, register tiles) with fixed tiles: 16 rows a block (a thread each), up to
-    16 threads x 4 columns, the reduction split as its untuned fallback does (within the
-    target's threads per block); the run-time row count leaves a guarded last block."""
+    coalesced loads, register tiles) with fixed tiles: 16 x :data:`SYMBOLIC_ROWS_VTHREADS`
+    rows a block (a thread each per virtual thread), up to 16 threads x 4 columns, the
+    reduction split as its untuned fallback does (within the target's threads per block); the
+    run-time row count leaves a guarded last block."""
     from ....autotvm.space import OtherOptionEntity, SplitEntity
     from ....te import create_schedule
     from ....topi.cuda.dense import schedule_matmul_tiles
@@ -355,7 +364,7 @@ def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
             cfg = _FixedTiles({
                 # one row per thread: a register tile over rows would get a run-time trip
                 # count (the guard of the last block) and live in local memory
-                "tile_y": SplitEntity([-1, 1, ty, 1]),
+                "tile_y": SplitEntity([-1, SYMBOLIC_ROWS_VTHREADS, ty, 1]),
                 "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=4),
                 "tile_k": SplitEntity([-1, largest_divisor(k, 16)]),
                 "auto_unroll_max_step": OtherOptionEntity(512),
