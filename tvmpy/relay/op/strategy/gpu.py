@@ -11,7 +11,9 @@ The AutoTVM templates (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``, ``d
 20 (> the plain schedule's 10), for constant shapes; ``dense_tensorcore.cuda`` and
 ``batch_matmul_tensorcore.cuda`` (float16 / bfloat16 on tensor cores, float32 accumulation) at
 25 on target "cuda" when M, N, K are multiples of a wmma shape (16/16/16, 32/8/16, 8/32/16);
-calls with symbolic shapes, other layouts or groupings keep the plain GPU schedule. 3x3
+a run-time batch (rows) alone gets the templates' schedules with fixed untuned tiles
+(conv2d plain, depthwise and Winograd chosen for a batch of :data:`SYMBOLIC_BATCH_HINT`; dense;
+batch_matmul); other symbolic shapes, layouts or groupings keep the plain GPU schedule. 3x3
 stride-1 NCHW convolutions also get Winograd (``conv2d_nchw_winograd.cuda``), above or below
 the direct template by :func:`winograd_choice` (task extraction lists both tasks for such
 calls, so that tuning measures both). Under ``autotvm.apply_history_best`` the tuned configs
