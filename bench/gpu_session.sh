@@ -16,7 +16,11 @@
 # (bench/gpu_tensorcore.py: wmma fp16/bf16 GEMM vs cuBLAS; TC_SIZES, default 1024,4096,8192),
 # CONV (bench/gpu_conv_defaults.py: ResNet-18's conv layers, old/new direct fallback, Winograd,
 # cuDNN), MIXED (bench/gpu_mixed_precision.py: ToMixedPrecision float16 vs float32 vs torch
-# autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds). The
+# autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds),
+# WINO_PRE (bench/gpu_models.py --winograd-pre both: ResNet-18 at batch 1 and 16 with the GPU
+# Winograd weights transformed at build time vs inside the operator, alternating rounds, plain
+# launches and CUDA graphs, eager torch in the same run; ~60-90 s, bounded by 170 s; WINO_PRE=only
+# runs the setup and this section alone, the call for a short device session). The
 # session of 2026-11-30: `OUT=... TUNE=0 PROFILE=6 bash bench/gpu_session.sh`.
 #
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
@@ -60,6 +64,15 @@ print('libdevice', nvptx.find_libdevice())"
   nproc; uptime
 } >>"$LOG" 2>&1
 cat "$LOG"
+
+wino_pre() {
+  say "Winograd weights at build time vs in the operator (ResNet-18 A/B)"
+  timeout 170 python3 bench/gpu_models.py --target cuda --models resnet18 --batches 1,16 \
+    --winograd-pre both --number 10 --repeat 6 --cuda-graph both --tune-log "$OUT/conv.log" \
+    --json "$OUT/gpu_winograd_pre.json" 2>&1 | grep -v "^autotvm:\|UserWarning\|return \[fcompute" |
+    tee -a "$LOG"
+}
+if [ "${WINO_PRE:-1}" = only ]; then wino_pre; say "done"; exit 0; fi
 
 if [ "${GPU_CHECK:-1}" != 0 ]; then
   say "gpu_check"
@@ -110,4 +123,5 @@ if [ "${DYNAMIC:-1}" != 0 ]; then
   timeout 240 python3 bench/gpu_dynamic.py --number 5 --repeat 3 --json "$OUT/gpu_dynamic.json" \
     2>&1 | grep -v "^autotvm:" | tee -a "$LOG"
 fi
+if [ "${WINO_PRE:-1}" != 0 ]; then wino_pre; fi
 say "done"
