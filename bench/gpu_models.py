@@ -196,16 +196,20 @@ PRE_KEY = "relay.cuda.winograd_pre_transform"
 
 
 def _wt_kernels(lib) -> int:
-    """Device kernels that transform a Winograd weight: those writing ``winograd_U`` and
-    reading neither input tiles (``winograd_V``) nor products (``winograd_M``): the transform
-    kernel of a Winograd operator that transforms inside (per call), or the separate transform
-    of a weight known at run time; none when the weights were transformed at build time."""
+    """Weight-transform kernel launches per run: the graph's calls of functions with a kernel
+    that writes ``winograd_U`` and reads neither input tiles (``winograd_V``) nor products
+    (``winograd_M``): a Winograd operator that transforms inside (per call), or the separate
+    transform of a weight known at run time; none when the weights were transformed at build
+    time."""
     import re
 
     src = lib.get_lib().imported_modules[0].get_source()
-    sigs = re.findall(r"(?:__global__|__kernel)[^{]*?\w+_kernel\d+\(([^)]*)\)", src)
-    return sum(1 for a in sigs if "winograd_U" in a and "winograd_V" not in a
-               and "winograd_M" not in a)
+    sigs = re.findall(r"(?:__global__|__kernel)[^{]*?(\w+)_kernel\d+\(([^)]*)\)", src)
+    funcs = {f for f, a in sigs if "winograd_U" in a and "winograd_V" not in a
+             and "winograd_M" not in a}
+    graph = json.loads(lib.get_graph_json())
+    return sum(1 for n in graph["nodes"] if n["op"] == "tvm_op"
+               and n["attrs"]["func_name"] in funcs)
 
 
 def _winograd_ab(name: str, batch: int, m, feeds: dict, want, mod, params, target: str, dev,
