@@ -288,12 +288,15 @@ def _altered(mod, params):
     return relay.transform.InferType()(mod)
 
 
-def _ops(mod):
-    names = []
+def _calls(mod):
+    calls = []
     relay.analysis.post_order_visit(
-        mod["main"].body, lambda e: names.append(e.op.name) if isinstance(e, relay.Call)
-        and hasattr(e.op, "name") else None)
-    return names
+        mod["main"].body, lambda e: calls.append(e) if isinstance(e, relay.Call) else None)
+    return calls
+
+
+def _ops(mod):
+    return [e.op.name for e in _calls(mod) if hasattr(e.op, "name")]
 
 
 def _run_cuda(lib, workdir, **inputs):
@@ -327,9 +330,7 @@ def test_mixed_precision_keeps_the_pre_transformed_winograd_in_float32(tmp_path)
         alt = _altered(mod, params)
         assert CONV_OP in _ops(alt) and (WT_OP in _ops(alt)) == (params is None)
         mp = relay.transform.InferType()(relay.transform.ToMixedPrecision("float16")(alt))
-        calls = []
-        relay.analysis.post_order_visit(
-            mp["main"].body, lambda e: calls.append(e) if isinstance(e, relay.Call) else None)
+        calls = _calls(mp)
         conv = [e for e in calls if getattr(e.op, "name", "") == CONV_OP]
         assert len(conv) == 1 and conv[0].checked_type.dtype == "float32"
         assert all(a.checked_type.dtype == "float32" for a in conv[0].args)
@@ -377,3 +378,27 @@ def test_type_relation_checks_the_transformed_weight():
         with tvm.transform.PassContext(opt_level=3, config={PRE: "yes"}):
             relay.build(_block(1, 64, 9, 9, 64, 1), target="opencl",
                         params={"w": _rand(64, 64, 3, 3)})
+
+
+@pytest.mark.parametrize("weight_bound", [True, False])
+def test_vm_on_opencl(dev, weight_bound):
+    """relay.vm.compile runs the same passes: the VM on PoCL computes the pre-transformed
+    Winograd (the weight folded, or transformed by its own kernel) equal to numpy."""
+    from tvmpy.runtime.vm import VirtualMachine
+
+    n, c, h, w, oc = 2, 7, 9, 7, 5
+    xa, wa, ba = _rand(n, c, h, w), _rand(oc, c, 3, 3), _rand(oc)
+    mod = _block(n, c, h, w, oc, 1, bias=True, relu=True)
+    params = {"w": wa, "b": ba} if weight_bound else {"b": ba}
+    with tvm.transform.PassContext(opt_level=3, config={"relay.cuda.winograd": True}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exe = relay.vm.compile(mod, target="opencl", params=params)
+    funcs = [n["attrs"]["func_name"] for seg in exe.segments
+             for n in json.loads(seg.graph_json)["nodes"] if n["op"] == "tvm_op"]
+    assert any("without_weight_transform" in f for f in funcs), funcs
+    assert any("weight_transform" in f and "without" not in f for f in funcs) != weight_bound
+    vm = VirtualMachine(exe, dev)
+    args = [xa] if weight_bound else [xa, wa]
+    got = vm.invoke("main", *[tvm.nd.array(a, dev) for a in args])
+    _assert_close(got.numpy(), _ref(xa, wa, 1, ba, relu=True))
