@@ -4,6 +4,7 @@ next to PyTorch (cuDNN/cuBLAS) and onnxruntime's CUDA provider on the same devic
     PYTHONPATH=. python bench/gpu_models.py [--target opencl|cuda] [--batches 1,16]
         [--image 224] [--number 10] [--repeat 5] [--tune-log conv.log] [--json out.json]
         [--cuda-graph off|on|both] [--torch-compile default,reduce-overhead]
+        [--winograd-pre default|on|off|both]
 
 relay.build(target=...) (host code llvm; with --tune-log, under apply_history_best), the graph
 executor on the target's device (storage, parameters and activations in device memory). The
@@ -26,6 +27,13 @@ return (device idle before), median of 20: issue ~ run time means launch-bound.
 ``--torch-compile-timeout`` seconds per model and mode (skipped with the reason past it or on
 any failure). The exit status is 1 when any tvmpy row is wrong (max |diff| / max |ref| > 1e-4)
 or failed.
+
+``--winograd-pre on|off``: build with PassContext ``relay.cuda.winograd_pre_transform`` set
+(GPU Winograd weights transformed at build time by the AlterOpLayout, or inside the operator,
+per call); ``both``: the A/B instead of the table above, per model and batch: both builds
+(checked against onnxruntime), timed in alternating rounds (on-off, then off-on: both orders,
+``repeat`` rounds of ``number`` runs each), plain launches and (a CUDA device) CUDA graphs,
+with eager torch in the same run; each build's kernel count and weight-transform kernels.
 """
 
 from __future__ import annotations
@@ -184,6 +192,97 @@ def _graph_row(g, dev, row: dict, m, feeds: dict, want, args) -> dict:
     return gr
 
 
+PRE_KEY = "relay.cuda.winograd_pre_transform"
+
+
+def _wt_kernels(lib) -> int:
+    """Weight-transform kernel launches per run: the graph's calls of functions with a kernel
+    that writes ``winograd_U`` and reads neither input tiles (``winograd_V``) nor products
+    (``winograd_M``): a Winograd operator that transforms inside (per call), or the separate
+    transform of a weight known at run time; none when the weights were transformed at build
+    time."""
+    import re
+
+    src = lib.get_lib().imported_modules[0].get_source()
+    sigs = re.findall(r"(?:__global__|__kernel)[^{]*?(\w+)_kernel\d+\(([^)]*)\)", src)
+    funcs = {f for f, a in sigs if "winograd_U" in a and "winograd_V" not in a
+             and "winograd_M" not in a}
+    graph = json.loads(lib.get_graph_json())
+    return sum(1 for n in graph["nodes"] if n["op"] == "tvm_op"
+               and n["attrs"]["func_name"] in funcs)
+
+
+def _winograd_ab(name: str, batch: int, m, feeds: dict, want, mod, params, target: str, dev,
+                 on_gpu: bool, args) -> list[dict]:
+    """``--winograd-pre both``: the two builds of one model, A/B-timed in alternating rounds
+    (see the module docstring); one row per build and launch mode."""
+    builds = {}
+    for pre in (True, False):
+        ctx = (autotvm.apply_history_best(args.tune_log) if args.tune_log
+               else contextlib.nullcontext())
+        with ctx:
+            lib, build_s = compare.build(mod, params, opt_level=3, target=target,
+                                         config={PRE_KEY: pre})
+        g = graph_executor.GraphModule(lib["default"](dev))
+        g.set_input(**feeds)
+        g.run()
+        err = compare.errors(g.get_output(0).numpy(), want)[1]
+        summary = compare.graph_summary(lib)
+        builds[pre] = {"g": g, "build_s": build_s, "rel_err": err,
+                       "kernels": summary["kernels"], "weight_transform_kernels": _wt_kernels(lib)}
+    modes = [False, True] if on_gpu and args.cuda_graph != "off" else [False]
+    rows = []
+    torch_t: dict | str | None = None
+    if on_gpu:
+        try:
+            torch_t = time_torch(m, feeds, args.number, args.repeat)
+            torch_t["rel_err"] = compare.errors(torch_t.pop("output"), want)[1]
+        except Exception as e:  # noqa: BLE001  (report, go on)
+            torch_t = f"{type(e).__name__}: {e}"
+    for graph in modes:
+        per = {True: [], False: []}
+        for b in builds.values():
+            if on_gpu:
+                b["g"].module.set_use_cuda_graph(graph)
+            b["g"].run()  # (CUDA graphs: the capture)
+            b["g"].run()
+        for r in range(args.repeat):
+            order = (True, False) if r % 2 == 0 else (False, True)
+            for pre in order:
+                tm = builds[pre]["g"].module.time_evaluator("run", dev, number=args.number,
+                                                            repeat=1)()
+                per[pre].extend(tm.results)
+        for pre in (True, False):
+            b = builds[pre]
+            b["g"].set_input(**feeds)
+            b["g"].run()
+            err = max(b["rel_err"], compare.errors(b["g"].get_output(0).numpy(), want)[1])
+            rows.append({"model": name, "batch": batch, "target": target,
+                         "winograd_pre": pre, "cuda_graph": graph, "build_s": b["build_s"],
+                         "kernels": b["kernels"],
+                         "weight_transform_kernels": b["weight_transform_kernels"],
+                         "rel_err": err, "tvmpy": stats(per[pre]), "torch": torch_t})
+        on, off = rows[-2]["tvmpy"], rows[-1]["tvmpy"]
+        rows[-2]["on_over_off"] = on["median_ms"] / off["median_ms"]
+        for b in builds.values():
+            if on_gpu:
+                b["g"].module.set_use_cuda_graph(False)
+    return rows
+
+
+def _ab_line(r: dict) -> str:
+    if "error" in r:
+        return f"| {r['model']} | {r['batch']} | ERROR {r['error'][:200]} |"
+    how = "CUDA graph" if r.get("cuda_graph") else "plain"
+    pre = "build time" if r["winograd_pre"] else "in operator"
+    tv, to = r["tvmpy"], r.get("torch")
+    ab = f"{r['on_over_off']:.3f}" if "on_over_off" in r else ""
+    return (f"| {r['model']} | {r['batch']} | {how} | {pre} | {r['kernels']} | "
+            f"{r['weight_transform_kernels']} | {r['build_s']:.1f} | {_fmt(tv)} | {ab} | "
+            f"{_fmt(to) if isinstance(to, dict) else 'n/a'} | {ratio(tv, to)} | "
+            f"{r['rel_err']:.1e} |")
+
+
 def _makers(batch: int, image: int) -> dict:
     return {"resnet18": lambda: onnx_models.resnet18(batch=batch, image=image),
             "mobilenet_v2": lambda: onnx_models.mobilenet_v2(batch=batch, image=image),
@@ -210,6 +309,9 @@ def main() -> None:
                    help="seconds allowed for each compile (skipped past it)")
     p.add_argument("--torch-compile-budget", type=float, default=150,
                    help="seconds of torch.compile in all; the compiles after are skipped")
+    p.add_argument("--winograd-pre", default="default", choices=["default", "on", "off", "both"],
+                   help="GPU Winograd weights transformed at build time (on), inside the "
+                   "operator (off), or the A/B of both (see the module docstring)")
     args = p.parse_args()
     target = cuda_target(args.target)
     dev = device(args.target)
@@ -218,7 +320,10 @@ def main() -> None:
         args.tune_log = ""
     on_gpu = target.startswith(("cuda", "nvptx")) and dev.exist
     print(f"target {target!r}, device {dev}, image {args.image}", flush=True)
+    if args.winograd_pre == "both":
+        sys.exit(_main_ab(args, target, dev, on_gpu))
     modes = [x for x in args.torch_compile.split(",") if x]
+    build_config = {} if args.winograd_pre == "default" else {PRE_KEY: args.winograd_pre == "on"}
     print("| model | batch | launches | build (s) | tvmpy ms (min-max) | host issue ms | "
           "torch eager GPU ms | " + "".join(f"torch.compile {x} ms | " for x in modes)
           + "ORT CUDA ms | tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
@@ -240,7 +345,8 @@ def main() -> None:
                 ctx = (autotvm.apply_history_best(args.tune_log) if args.tune_log
                        else contextlib.nullcontext())
                 with ctx:
-                    lib, row["build_s"] = compare.build(mod, params, opt_level=3, target=target)
+                    lib, row["build_s"] = compare.build(mod, params, opt_level=3, target=target,
+                                                        config=build_config)
                 g = graph_executor.GraphModule(lib["default"](
                     dev, use_cuda_graph=args.cuda_graph == "on" if on_gpu else None))
                 g.set_input(**feeds)
@@ -308,6 +414,40 @@ def main() -> None:
               f"{r.get('cuda_graph')}: {r.get('error') or r.get('rel_err')}", flush=True)
     if bad:
         sys.exit(1)
+
+
+def _main_ab(args, target: str, dev, on_gpu: bool) -> int:
+    """``--winograd-pre both``: the A/B table; returns the exit status (1: a wrong or failed
+    build)."""
+    print("| model | batch | launches | Winograd weights | kernels | weight-transform kernels | "
+          "build (s) | tvmpy ms (min-max) | build time / in operator | torch eager GPU ms | "
+          "tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    rows: list[dict] = []
+    for batch in (int(b) for b in args.batches.split(",") if b):
+        makers = _makers(batch, args.image)
+        for name in args.models.split(","):
+            try:
+                m = makers[name]()
+                feeds = onnx_models.input_feeds(m)
+                want = compare.ort_runner(m, threads=os.cpu_count() or 2)(feeds)[0]
+                mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
+                new = _winograd_ab(name, batch, m, feeds, want, mod, params, target, dev,
+                                   on_gpu, args)
+            except Exception as e:  # noqa: BLE001  (one model failing must not hide the others)
+                new = [{"model": name, "batch": batch, "error": f"{type(e).__name__}: {e}"}]
+                traceback.print_exc()
+            for r in new:
+                print(_ab_line(r), flush=True)
+            rows.extend(new)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+    bad = [r for r in rows if "error" in r or not r.get("rel_err", 1.0) <= 1e-4]
+    for r in bad:
+        print(f"WRONG OR FAILED: {r['model']} batch {r['batch']}: "
+              f"{r.get('error') or r.get('rel_err')}", flush=True)
+    return 1 if bad else 0
 
 
 def _fmt(v) -> str:

@@ -17,10 +17,14 @@
 # CONV (bench/gpu_conv_defaults.py: ResNet-18's conv layers, old/new direct fallback, Winograd,
 # cuDNN), MIXED (bench/gpu_mixed_precision.py: ToMixedPrecision float16 vs float32 vs torch
 # autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds, with the
-# variants plain / direct / hint16 of a run-time batch). GPU_MODELS=0 skips gpu_models.py. The
+# variants plain / direct / hint16 of a run-time batch), WINO_PRE (bench/gpu_models.py
+# --winograd-pre both: ResNet-18 at batch 1 and 16 with the GPU Winograd weights transformed at
+# build time vs inside the operator, alternating rounds, plain launches and CUDA graphs, eager
+# torch in the same run; ~60-90 s, bounded by 170 s; WINO_PRE=only runs the setup and this
+# section alone, the call for a short device session). GPU_MODELS=0 skips gpu_models.py. The
 # session of 2026-11-30: `OUT=... TUNE=0 PROFILE=6 bash bench/gpu_session.sh`. The dynamic batch
 # alone (issue 29 point 3, ~3-4 min): `OUT=... GPU_CHECK=0 GEMM=0 TENSORCORE=0 CONV=0 MIXED=0
-# TUNE=0 GPU_MODELS=0 bash bench/gpu_session.sh`.
+# TUNE=0 GPU_MODELS=0 WINO_PRE=0 bash bench/gpu_session.sh`.
 #
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
 # 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
@@ -63,6 +67,15 @@ print('libdevice', nvptx.find_libdevice())"
   nproc; uptime
 } >>"$LOG" 2>&1
 cat "$LOG"
+
+wino_pre() {
+  say "Winograd weights at build time vs in the operator (ResNet-18 A/B)"
+  timeout 170 python3 bench/gpu_models.py --target cuda --models resnet18 --batches 1,16 \
+    --winograd-pre both --number 10 --repeat 6 --cuda-graph both --tune-log "$OUT/conv.log" \
+    --json "$OUT/gpu_winograd_pre.json" 2>&1 | grep -v "^autotvm:\|UserWarning\|return \[fcompute" |
+    tee -a "$LOG"
+}
+if [ "${WINO_PRE:-1}" = only ]; then wino_pre; say "done"; exit 0; fi
 
 if [ "${GPU_CHECK:-1}" != 0 ]; then
   say "gpu_check"
@@ -115,4 +128,5 @@ if [ "${DYNAMIC:-1}" != 0 ]; then
   timeout 300 python3 bench/gpu_dynamic.py --number 5 --repeat 3 --json "$OUT/gpu_dynamic.json" \
     2>&1 | grep -v "^autotvm:" | tee -a "$LOG"
 fi
+if [ "${WINO_PRE:-1}" != 0 ]; then wino_pre; fi
 say "done"

@@ -20,6 +20,10 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.gpu.symbolic_batch_hint``: an int >= 1 (default 1), the batch whose grid the GPU
   convolution tiles are chosen for when the batch is a run-time size
   (``relay/op/strategy/gpu.py``).
+- ``relay.cuda.winograd_pre_transform``: ``True`` (default) / ``False``, whether the GPU
+  AlterOpLayout rewrites a Winograd conv2d into the weight transform (folded at build time for
+  a constant weight) + ``nn.contrib_conv2d_winograd_without_weight_transform``
+  (``relay/op/strategy/gpu_alter_op.py``); False: the transform runs inside the operator.
 - ``relay.x86.pointwise_matmul``: ``True`` (default) / ``False``, whether the x86 layout pass
   turns a 1x1 convolution of an NCHW input into a matmul (``relay/op/strategy/x86_alter_op.py``).
 - ``relay.x86.conv_nchw_input``: ``True`` (default) / ``False``, whether an x86 direct NCHWc
@@ -72,6 +76,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.cuda.winograd": "'auto', True or False: GPU conv2d Winograd (conv2d_nchw_winograd.cuda)",
     "relay.gpu.symbolic_batch_hint": "int >= 1: the batch a GPU conv's tiles are chosen for "
                                      "when the batch is a run-time size (default 1)",
+    "relay.cuda.winograd_pre_transform": "bool: GPU Winograd weights transformed at build time "
+                                         "(AlterOpLayout; default True)",
     "relay.x86.pointwise_matmul": "bool: x86 1x1 convolutions of NCHW inputs as a matmul",
     "relay.x86.conv_nchw_input": "bool: x86 NCHWc convolutions read NCHW inputs in place",
     "relay.x86.pad_channels": "bool: half-vector channel counts of conv chains padded to "

@@ -131,6 +131,7 @@ RELAY_OP_ALIASES = {
     "nn.contrib_conv2d_NCHWc": "nn.conv2d",
     "nn.contrib_depthwise_conv2d_NCHWc": "nn.conv2d",
     "nn.contrib_conv2d_winograd_nchwc": "nn.conv2d",
+    "nn.contrib_conv2d_winograd_without_weight_transform": "nn.conv2d",
     "nn.contrib_conv2d_NCHWc_int8": "nn.conv2d",
     "nn.contrib_depthwise_conv2d_NCHWc_int8": "nn.conv2d",
     "nn.contrib_dense_pack": "nn.dense",

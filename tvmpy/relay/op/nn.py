@@ -22,6 +22,7 @@ __all__ = [
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
     "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "contrib_dense_pack", "instance_norm", "group_norm",
     "contrib_conv2d_winograd_nchwc", "contrib_conv2d_winograd_weight_transform",
+    "contrib_conv2d_winograd_without_weight_transform",
     "depth_to_space", "space_to_depth", "stride_interleave",
     "conv1d", "conv3d", "max_pool1d", "max_pool3d",
     "avg_pool1d", "avg_pool3d", "bitpack", "bitserial_conv2d", "bitserial_dense",
@@ -789,6 +790,64 @@ def contrib_conv2d_winograd_weight_transform(weight: RelayExpr, tile_size: int,
     ``[alpha, alpha, OC/oc_bn, C, oc_bn]`` (folded at compile time for constant weights)."""
     return make_call("nn.contrib_conv2d_winograd_weight_transform", [weight],
                      {"tile_size": int(tile_size), "oc_bn": int(oc_bn)})
+
+
+def _winograd_pre_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the transformed weight")
+    op = "contrib_conv2d_winograd_without_weight_transform"
+    alpha = attrs.tile_size + 2
+    if len(d.shape) != 4 or len(w.shape) != 4:
+        fail(f"{op} needs 4-D NCHW data and a 4-D transformed weight [alpha, alpha, CI, CO], "
+             f"got {shape_str(d.shape)} and {shape_str(w.shape)}")
+    if attrs.data_layout != "NCHW" or tuple(attrs.strides) != (1, 1) \
+            or tuple(attrs.dilation) != (1, 1):
+        fail(f"{op}: only NCHW data, stride 1 and dilation 1, got {attrs.data_layout}, "
+             f"strides {tuple(attrs.strides)}, dilation {tuple(attrs.dilation)}")
+    if w.shape[0] != alpha or w.shape[1] != alpha:
+        fail(f"{op}: tile_size={attrs.tile_size} needs a weight transformed for {alpha}x{alpha} "
+             f"tiles, got {shape_str(w.shape)}")
+    if not dim_equal(w.shape[2], d.shape[1]):
+        fail(f"{op}: data has {d.shape[1]} input channels, the weight {shape_str(w.shape)} "
+             f"expects {w.shape[2]}")
+    if attrs.channels is not None and not dim_equal(w.shape[3], attrs.channels):
+        fail(f"{op}: channels={attrs.channels} but the weight {shape_str(w.shape)} has "
+             f"{w.shape[3]} output channels")
+    pt, pl, pb, pr = attrs.padding
+    oh = _out_dim(d.shape[2], 3, pt + pb, 1, 1)
+    ow = _out_dim(d.shape[3], 3, pl + pr, 1, 1)
+    return TensorType([d.shape[0], w.shape[3], oh, ow], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.contrib_conv2d_winograd_without_weight_transform", _winograd_pre_rel,
+            OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {"tile_size": REQUIRED, "strides": (1, 1), "padding": (0, 0, 0, 0),
+             "dilation": (1, 1), "groups": 1, "channels": None, "kernel_size": (3, 3),
+             "data_layout": "NCHW", "kernel_layout": "", "out_layout": "", "out_dtype": ""})
+
+
+def contrib_conv2d_winograd_without_weight_transform(
+        data: RelayExpr, weight: RelayExpr, tile_size: int, strides: Any = (1, 1),
+        padding: Any = (1, 1), dilation: Any = (1, 1), groups: int = 1,
+        channels: int | None = None, kernel_size: Any = (3, 3), data_layout: str = "NCHW",
+        kernel_layout: str = "", out_layout: str = "", out_dtype: str = "") -> RelayExpr:
+    """3x3 stride-1 NCHW convolution by Winograd F(m x m, 3 x 3) (``m = tile_size``) of
+    ``data[N, CI, H, W]`` with a weight already transformed, ``weight[alpha, alpha, CI, CO]``
+    (``G g G^T``; TVM's op of this name with its CUDA weight layout). The GPU AlterOpLayout
+    (``relay/op/strategy/gpu_alter_op.py``) makes it out of the ``nn.conv2d`` calls the GPU
+    strategy runs as ``conv2d_nchw_winograd.cuda``, the weight as
+    ``reshape(contrib_conv2d_winograd_weight_transform(W, m, oc_bn=CO), (alpha, alpha, CI, CO))``,
+    which FoldConstant folds when ``W`` is a constant. ``strides`` and ``dilation`` must be 1;
+    ``groups``, ``kernel_size`` and ``kernel_layout`` are kept for TVM's signature."""
+    if groups != 1 or tuple(_pair(kernel_size, "kernel_size")) != (3, 3):
+        raise ValueError("contrib_conv2d_winograd_without_weight_transform: groups 1 and a 3x3 "
+                         f"kernel only, got groups={groups}, kernel_size={kernel_size}")
+    return make_call("nn.contrib_conv2d_winograd_without_weight_transform", [data, weight], {
+        "tile_size": int(tile_size), "strides": _pair(strides, "strides"),
+        "padding": _pad4(padding), "dilation": _pair(dilation, "dilation"), "groups": 1,
+        "channels": None if channels is None else int(channels), "kernel_size": (3, 3),
+        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
+        "out_dtype": out_dtype})
 
 
 def _dense_pack_rel(arg_types: list[Type], attrs: Any) -> Type:

@@ -342,6 +342,16 @@ def _conv2d_winograd(attrs, ins, t):
     return winograd_nchwc_np(x, u, attrs.padding, attrs.tile_size).astype(_dtype(t))
 
 
+@_reg("nn.contrib_conv2d_winograd_without_weight_transform")
+def _conv2d_winograd_pre(attrs, ins, t):
+    from ...topi.nn.winograd import winograd_nchwc_np
+
+    x, u = ins  # NCHW, [alpha, alpha, CI, CO]: the NCHWc forms with one block of all channels
+    y = winograd_nchwc_np(x.transpose(0, 2, 3, 1)[:, None], u[:, :, None], attrs.padding,
+                          attrs.tile_size)
+    return y[:, 0].transpose(0, 3, 1, 2).astype(_dtype(t))
+
+
 @_reg("nn.contrib_conv2d_winograd_weight_transform")
 def _winograd_weight_transform(attrs, ins, t):
     from ...topi.nn.winograd import winograd_weight_transform_np

@@ -148,6 +148,10 @@ DEFAULT_NEVER_LIST = [
     "list.length", "list.split",
     # the bits of a float are its dtype's
     "reinterpret",
+    # the GPU Winograd of a weight transformed at build time (the GPU AlterOpLayout's): float32
+    # only, as the nn.conv2d it came from (a float16 conv2d takes the direct template there;
+    # the transforms' rounding in float16 is not the direct convolution's)
+    "nn.contrib_conv2d_winograd_without_weight_transform",
 ]
 
 # operators creating a tensor of their ``dtype`` attribute (TVM's InitOpAttrs)

@@ -20,7 +20,9 @@ from .conv2d_direct import conv2d_nchw, schedule_conv2d_nchw  # noqa: F401
 from .conv2d_winograd import (  # noqa: F401
     conv2d_nchw_winograd,
     conv2d_nchw_winograd_weight_transform,
+    conv2d_nchw_winograd_without_weight_transform,
     schedule_conv2d_nchw_winograd,
+    schedule_winograd_weight_transform,
     winograd_tile_size,
 )
 from .dense import batch_matmul, dense, schedule_batch_matmul, schedule_dense  # noqa: F401

@@ -4,9 +4,11 @@ on GPUs (TVM's ``conv2d_nchw_winograd.cuda``; CUDA and OpenCL alike).
 Stages (one kernel each, the first only when the weight is not pre-transformed):
 
 1. weight transform ``U[e, n, ci, co] = (G g G^T)[e, n]`` (``winograd_Gg`` in registers, then
-   ``winograd_U``): one thread per (ci, co), all ``alpha x alpha`` values unrolled. With the
-   weight a relay constant this kernel still runs per call (the compute is inside the operator);
-   ``pre_computed=True`` takes ``U`` as the input instead.
+   ``winograd_U``): one thread per (ci, co), all ``alpha x alpha`` values unrolled.
+   ``pre_computed=True`` takes ``U`` as the input instead: relay's GPU AlterOpLayout rewrites
+   a Winograd ``nn.conv2d`` into the weight transform + this form
+   (:func:`conv2d_nchw_winograd_without_weight_transform`), and FoldConstant folds the
+   transform of a constant weight at build time.
 2. input transform ``V[e, n, ci, p] = (B^T d B)[e, n]`` of each ``alpha x alpha`` input tile
    ``p`` (``winograd_d`` in registers, then ``winograd_V``): one thread per (ci, p), unrolled.
 3. the batched product ``M[e, n, co, p] = sum_ci U[e, n, ci, co] V[e, n, ci, p]``: ``alpha^2``
@@ -54,7 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["conv2d_nchw_winograd", "schedule_conv2d_nchw_winograd", "winograd_tile_size",
            "conv2d_nchw_winograd_weight_transform", "winograd_conv", "schedule_winograd",
-           "fixed_entities"]
+           "fixed_entities", "conv2d_nchw_winograd_without_weight_transform",
+           "schedule_winograd_weight_transform"]
 
 MAX_WASTE = 1.35
 """F(4x4) only when the output's 4x4 tiles compute at most this many times its outputs (a 7x7
@@ -94,7 +97,9 @@ def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, p
                          tile_size: int = 0, pre_computed: bool = False) -> Tensor:
     """3x3 stride-1 dilation-1 convolution ``data[N, CI, H, W]`` * ``kernel[CO, CI, 3, 3]`` (or,
     ``pre_computed``, ``U[alpha, alpha, CI, CO]``) -> ``[N, CO, OH, OW]`` (tag
-    ``conv2d_nchw_winograd``). ``tile_size`` 0: :func:`winograd_tile_size`."""
+    ``conv2d_nchw_winograd``). ``tile_size`` 0: :func:`winograd_tile_size`. (A pre-computed
+    ``U`` through this task is a workload of its own; relay's pre-transformed form goes through
+    :func:`conv2d_nchw_winograd_without_weight_transform`, which keeps the original one.)"""
     const_int(data.shape[0], "conv2d_nchw_winograd.cuda: batch")
     res = winograd_conv(data, kernel, strides, padding, dilation, out_dtype, tile_size,
                         pre_computed)
@@ -103,13 +108,51 @@ def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, p
     return res
 
 
+def conv2d_nchw_winograd_without_weight_transform(data: Tensor, U: Tensor, strides: Any,
+                                                  padding: Any, dilation: Any = 1,
+                                                  out_dtype: str | None = None,
+                                                  tile_size: int = 0) -> Tensor:
+    """:func:`conv2d_nchw_winograd` of ``data`` with the weight transformed beforehand,
+    ``U[alpha, alpha, CI, CO]`` (relay's ``nn.contrib_conv2d_winograd_without_weight_transform``,
+    ``U`` folded at build time). No task of its own: the config is the one of the
+    ``conv2d_nchw_winograd.cuda`` workload of the original weight ``[CO, CI, 3, 3]`` (same
+    strides, padding, dilation, out_dtype), and that workload is recorded in the output (the
+    schedule looks it up again) and in a task extraction, so tuning the original task tunes
+    this form and its records apply here. (TVM registers a second task,
+    ``conv2d_nchw_winograd_without_weight_transform.cuda``, and copies the config over in its
+    AlterOpLayout; one workload here means no copy and no second task to tune.) ``tile_size``
+    must be the one ``U`` was transformed for (0: the one ``U``'s shape says)."""
+    from ...autotvm.task.dispatcher import ApplyConfig, DispatchContext
+    from ...autotvm.task.task import args_to_workload
+    from ...autotvm.task.topi_integration import TaskExtractEnv, _with_workload
+    from ...target import Target
+    from ...te import placeholder
+
+    a1, _, ci, co = (const_int(d, "winograd U shape") for d in U.shape)
+    kernel = placeholder((co, ci, 3, 3), U.dtype, name="kernel")
+    m = int(tile_size)
+    if m and a1 != m + 2:
+        raise ValueError(f"conv2d_nchw_winograd: U {U.shape} is not transformed for tile {m}")
+    workload = args_to_workload((data, kernel, strides, padding, dilation, out_dtype),
+                                "conv2d_nchw_winograd.cuda")
+    if TaskExtractEnv.current is not None:
+        TaskExtractEnv.current.add(workload[0], workload[1:])
+    cfg = DispatchContext.current.query(Target.current(), workload)
+    with ApplyConfig(cfg):
+        out = winograd_conv(data, U, strides, padding, dilation, out_dtype, m, True)
+        n, oc, oh, ow = (const_int(d) for d in out.shape)
+        cfg.add_flop(2 * n * oc * oh * ow * ci * 9)
+    return _with_workload(out, workload).output(0)
+
+
 def winograd_conv(data: Tensor, kernel: Tensor, strides: Any, padding: Any, dilation: Any = 1,
                   out_dtype: str | None = None, tile_size: int = 0, pre_computed: bool = False,
                   batch_hint: int = 1) -> Tensor:
     """The compute of :func:`conv2d_nchw_winograd` without the AutoTVM task: the batch may be
     a run-time size (the tiles are numbered batch-major, ``p = (b * nh + th) * nw + tw``, so
     the products' tile axis is ``batch x tiles per image``); ``tile_size`` 0 then picks
-    :func:`winograd_tile_size` for a batch of ``batch_hint``."""
+    :func:`winograd_tile_size` for a batch of ``batch_hint`` (a pre-computed ``U``: the tile
+    its shape says)."""
     st = (strides, strides) if isinstance(strides, int) else tuple(strides)
     dl = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
     if tuple(int(v) for v in st) != (1, 1) or tuple(int(v) for v in dl) != (1, 1):
@@ -121,7 +164,8 @@ def winograd_conv(data: Tensor, kernel: Tensor, strides: Any, padding: Any, dila
     oh, ow = h + pt + pb - 2, w + pl + pr - 2
     if oh < 1 or ow < 1:
         raise ValueError("conv2d_nchw_winograd: the 3x3 window is larger than the padded input")
-    m = int(tile_size) or winograd_tile_size(oh, ow, n if isinstance(n, int) else batch_hint)
+    m = int(tile_size) or (int(const_int(kernel.shape[0])) - 2 if pre_computed else
+                           winograd_tile_size(oh, ow, n if isinstance(n, int) else batch_hint))
     alpha = m + 2
     at, bt, _ = winograd_matrices(m)
     if pre_computed:
@@ -181,6 +225,34 @@ def schedule_conv2d_nchw_winograd(cfg: Any, outs: Any) -> Schedule:
             schedule_winograd(cfg, s, op.output(0))
 
     traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def schedule_winograd_weight_transform(outs: Any) -> Schedule:
+    """Schedule ``topi.nn.conv2d_winograd_weight_transform`` (``[alpha, alpha, OC/ob, C, ob]``;
+    relay's ``nn.contrib_conv2d_winograd_weight_transform`` of a weight known only at run time)
+    as the in-operator weight transform: one kernel, one thread per (input channel, output
+    channel), the ``alpha x alpha`` values unrolled, ``G g`` in registers; output-channel
+    blocks on ``blockIdx.z``."""
+    from ...te import Tensor as _T
+
+    outs = [outs] if isinstance(outs, _T) else list(outs)
+    s = create_schedule([o.op for o in outs])
+    U = outs[0]
+    if U.op.tag != "winograd_weight_transform":
+        raise ValueError(f"schedule_winograd_weight_transform: not a weight transform: {U.op.name}")
+    nthreads = max(1, min(128, max_threads()))
+    e, n, oo, i, oi = s[U].op.axis
+    s[U].reorder(oo, i, oi, e, n)
+    tx = _threads_2d(s, U, i, oi, nthreads)
+    s[U].bind(oo, thread_axis("blockIdx.z"))
+    s[U].unroll(e)
+    s[U].unroll(n)
+    gk = _stage(U, "winograd_Gg")
+    s[gk].set_scope("local")
+    s[gk].compute_at(s[U], tx)
+    for ax in s[gk].op.axis[:2]:
+        s[gk].unroll(ax)
     return s
 
 

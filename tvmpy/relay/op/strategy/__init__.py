@@ -183,4 +183,4 @@ def select_implementation(op: Any, attrs: Any, inputs: Any, out_type: Any,
 
 
 # registers the strategies and the layout hooks (generic defaults, then each target's file)
-from . import alter_layout, dyn, generic, gpu, vta, x86, x86_alter_op  # noqa: E402,F401
+from . import alter_layout, dyn, generic, gpu, gpu_alter_op, vta, x86, x86_alter_op  # noqa: E402,F401,I001

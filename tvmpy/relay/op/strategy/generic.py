@@ -532,6 +532,19 @@ def _conv2d_winograd_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
                                           out_dtype_of(attrs, out_type))]
 
 
+@_reg("nn.contrib_conv2d_winograd_without_weight_transform")
+def conv2d_winograd_without_weight_transform_compute(attrs: Any, inputs: list,
+                                                     out_type: Any) -> list:
+    """The GPU Winograd of a weight transformed at build time (``[alpha, alpha, CI, CO]``,
+    made by the GPU AlterOpLayout; ``topi.cuda.conv2d_nchw_winograd_without_weight_transform``:
+    plain te, so any target computes it)."""
+    from ....topi import cuda as topi_cuda
+
+    return [topi_cuda.conv2d_nchw_winograd_without_weight_transform(
+        inputs[0], inputs[1], tuple(attrs.strides), tuple(attrs.padding), tuple(attrs.dilation),
+        out_dtype_of(attrs, out_type), attrs.tile_size)]
+
+
 @_reg("nn.contrib_conv2d_winograd_weight_transform")
 def _conv2d_winograd_weight_transform(attrs: Any, inputs: list, out_type: Any) -> list:
     return [topi.nn.conv2d_winograd_weight_transform(inputs[0], attrs.tile_size, attrs.oc_bn)]

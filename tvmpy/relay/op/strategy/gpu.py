@@ -1,6 +1,7 @@
 """GPU strategies, registered for the target key "gpu" (opencl, cuda, nvptx; TVM's
-``strategy/cuda.py``): the generic computes (NCHW layouts: no AlterOpLayout rewrite is
-registered for "gpu") with ``topi.cuda`` schedules: injective chains fused into one kernel,
+``strategy/cuda.py``): the generic computes (NCHW layouts: the one AlterOpLayout rewrite
+registered for "gpu" is Winograd's weight transform, ``gpu_alter_op.py``) with ``topi.cuda``
+schedules: injective chains fused into one kernel,
 cross-thread reductions (the "gpu" pattern schedules, which every operator without a function
 here uses), softmax and the normalizations one block per row, pools, and the plain
 one-thread-per-output schedule (``topi.cuda.schedule_fallback``) for the rest.
@@ -16,7 +17,9 @@ a run-time batch (rows) alone gets the templates' schedules with fixed untuned t
 batch_matmul); other symbolic shapes, layouts or groupings keep the plain GPU schedule. 3x3
 stride-1 NCHW convolutions also get Winograd (``conv2d_nchw_winograd.cuda``), above or below
 the direct template by :func:`winograd_choice` (task extraction lists both tasks for such
-calls, so that tuning measures both). Under ``autotvm.apply_history_best`` the tuned configs
+calls, so that tuning measures both); the AlterOpLayout moves the weight transform of the
+ones that take Winograd to build time (``nn.contrib_conv2d_winograd_without_weight_transform``,
+same task and config). Under ``autotvm.apply_history_best`` the tuned configs
 apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
 """
 
@@ -159,6 +162,21 @@ def winograd_choice(attrs: Any, inputs: list, out_type: Any, target: Any) -> boo
     return bool(mode)
 
 
+def _extract_both(inputs: list, rest: tuple) -> None:
+    """In a task extraction: the direct and the Winograd task of a conv2d call with tensors
+    ``inputs`` (data, OIHW weight) and the other arguments ``rest``, whichever the build
+    picks (tuning measures both)."""
+    from ....autotvm.task.task import args_to_workload
+    from ....autotvm.task.topi_integration import TaskExtractEnv
+
+    env = TaskExtractEnv.current
+    if env is not None:
+        with env.lowering("nn.conv2d"):
+            for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda"):
+                wk = args_to_workload((*inputs, *rest), name)
+                env.add(wk[0], wk[1:])
+
+
 def _winograd_impl(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
     if not _const(*inputs):
         return _winograd_symbolic_batch_impl(target)
@@ -278,7 +296,7 @@ def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) ->
 def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
     """The plain schedule; the template of its kind (plain or depthwise) when it applies; for 3x3
     stride-1 NCHW convolutions also Winograd (``conv2d_nchw_winograd.cuda``, weight transformed
-    in its first kernel), above the direct template where :func:`winograd_choice` says so,
+    in its first kernel unless the AlterOpLayout moved that to build time), above the direct template where :func:`winograd_choice` says so,
     below it otherwise."""
     kind = conv2d_kind(attrs, inputs)
     s = _one("nn.conv2d", cuda.schedule_fallback)
@@ -291,22 +309,52 @@ def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) ->
         s.add_implementation(COMPUTES["nn.conv2d"], _conv2d_symbolic_batch_schedule(kind),
                              f"{kind}.gpu_symbolic_batch", PLEVEL + 5)
     if _winograd_eligible(attrs, inputs):
-        from ....autotvm.task.task import args_to_workload
-        from ....autotvm.task.topi_integration import TaskExtractEnv
-
-        env = TaskExtractEnv.current
-        if env is not None and _const(*inputs):  # both algorithms' tasks, whichever is built
-            rest = _winograd_args(attrs, inputs, out_type)
-            with env.lowering("nn.conv2d"):
-                for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda"):
-                    wk = args_to_workload((*inputs, *rest), name)
-                    env.add(wk[0], wk[1:])
+        if _const(*inputs):  # both algorithms' tasks, whichever is built
+            _extract_both(inputs, _winograd_args(attrs, inputs, out_type))
         # (a run-time batch: above / below the direct schedule's PLEVEL + 5)
         level = TUNED_PLEVEL + 5 if winograd_choice(attrs, inputs, out_type, target) \
             else TUNED_PLEVEL - 5 if _const(*inputs) else PLEVEL + 3
         s.add_implementation(*_winograd_impl(attrs, inputs, out_type, target),
                              "conv2d_nchw_winograd.cuda" if _const(*inputs)
                              else "conv2d_nchw_winograd.gpu_symbolic_batch", level)
+    return s
+
+
+@register_strategy_func("nn.contrib_conv2d_winograd_without_weight_transform", "gpu")
+def conv2d_winograd_without_weight_transform_strategy_gpu(attrs: Any, inputs: list,
+                                                          out_type: Any,
+                                                          target: Any) -> OpStrategy:
+    """A Winograd conv2d whose weight the AlterOpLayout transformed (``gpu_alter_op.py``):
+    ``conv2d_nchw_winograd.cuda``'s schedule, its config that of the original conv2d's
+    workload. A task extraction still lists both of the original call's tasks."""
+    from ....te import placeholder
+
+    data, u = inputs
+    co, ci = int(u.shape[3]), int(u.shape[2])
+    _extract_both([data, placeholder((co, ci, 3, 3), u.dtype, name="kernel")],
+                  _winograd_args(attrs, inputs, out_type))
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return COMPUTES["nn.contrib_conv2d_winograd_without_weight_transform"](
+                attrs, inputs, out_type)
+
+    s = OpStrategy()
+    s.add_implementation(compute, _schedule_in(cuda.schedule_conv2d_nchw_winograd, target),
+                         "conv2d_nchw_winograd.cuda", TUNED_PLEVEL)
+    return s
+
+
+@register_strategy_func("nn.contrib_conv2d_winograd_weight_transform", "gpu")
+def winograd_weight_transform_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                                           target: Any) -> OpStrategy:
+    """The Winograd weight transform of a weight known only at run time (a constant one is
+    folded at build time): one kernel, a thread per channel pair, unrolled
+    (``topi.cuda.schedule_winograd_weight_transform``)."""
+    s = OpStrategy()
+    s.add_implementation(COMPUTES["nn.contrib_conv2d_winograd_weight_transform"],
+                         _schedule_in(cuda.schedule_winograd_weight_transform, target),
+                         "winograd_weight_transform.gpu", PLEVEL)
     return s
 
 
