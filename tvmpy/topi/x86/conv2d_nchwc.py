@@ -630,6 +630,9 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
         return _divisor_tile(ic_chunk, _long_reduction_k_block(conv, caches))
     panel = ic_chunk * chunk
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    if _tile_streams_l1(conv, oc_tile, panel, caches):
+        kb = max(1, caches.l1d // 4 // chunk)
+        return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
     groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
     small_map = units >= 2 and 1 < oh and oh * ow <= SMALL_MAP_PIXELS \
         and panel > caches.l1d and groups >= SMALL_MAP_MIN_TASKS
@@ -637,6 +640,28 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
+
+
+def _tile_streams_l1(conv: Tensor, oc_tile: int, panel: int, caches: CacheSizes) -> bool:
+    """Whether :func:`default_k_block` blocks the 1x1 convolution ``conv`` (a tile of
+    ``oc_tile`` chunks, whose weight panel takes ``panel`` bytes) because its register tile's
+    working set leaves L1D: a static float32 plain (ungrouped) convolution on a map of more
+    than :data:`LAST_BLOCK_MIN_PIXELS` output pixels, whose blocked nest runs its last block at
+    the output's register tile (:func:`fuses_last_k_block`), where the panel and the tile's
+    input columns (``reg_n`` columns of every input channel) together exceed L1D. Unblocked,
+    such a tile streams its whole panel from L2 once per ``reg_n`` output columns and runs its
+    epilogue (bias, residual, activation) in a pass of its own; blocked and split, a block's
+    weights (L1D / 4) stay in L1 across the task's tiles and the epilogue reads registers."""
+    if conv.dtype != "float32" or not _plain_reduction(conv):
+        return False
+    kernel = conv.op.input_tensors[1]
+    ic_chunk, ic_bn = _const(kernel.shape[1]), _const(kernel.shape[4])
+    oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    if oh * ow <= LAST_BLOCK_MIN_PIXELS:
+        return False
+    reg_n = _default_reg_n(conv, oc_tile, False)
+    columns = reg_n * ic_chunk * ic_bn * max(1, bits_of(conv.dtype) // 8)
+    return panel + columns > caches.l1d
 
 
 def default_k_rows(conv: Tensor, oc_tile: int, caches: CacheSizes | None = None) -> int:
