@@ -605,7 +605,12 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     1280 -> 320 8x8 544 / 413, 1024 -> 256 14x14 786 / 750, 1024 -> 2048 14 -> 7 stride 2 1710
     / 1582. It needs :data:`SMALL_MAP_MIN_TASKS` chunk groups (the blocked nest's parallel tasks
     are chunk groups x row blocks, here one row block); with the panel in L1D (192 -> 1152 7x7, 36 KiB) blocking loses (154 / 168 us). On
-    Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there."""
+    Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there.
+
+    A float32 plain 1x1 on a map of more than :data:`LAST_BLOCK_MIN_PIXELS` pixels is also
+    blocked (by the same L1D / 4 of weights) when its tile's panel and input columns exceed L1D
+    (:func:`_tile_streams_l1`); its last block then runs at the output's register tile
+    (:func:`split_last_k_block`)."""
     if depthwise:
         return 0
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
@@ -651,7 +656,16 @@ def _tile_streams_l1(conv: Tensor, oc_tile: int, panel: int, caches: CacheSizes)
     input columns (``reg_n`` columns of every input channel) together exceed L1D. Unblocked,
     such a tile streams its whole panel from L2 once per ``reg_n`` output columns and runs its
     epilogue (bias, residual, activation) in a pass of its own; blocked and split, a block's
-    weights (L1D / 4) stay in L1 across the task's tiles and the epilogue reads registers."""
+    weights (L1D / 4) stay in L1 across the task's tiles and the epilogue reads registers.
+    Zen 4 (znver4, 32 KiB L1D, 1 MiB L2; 1 thread, CPU time, kernel + epilogue alone, loaded
+    (load 12-14), 2026-12-01, old unblocked 2 x 7 / 2 x 8 against blocked by 4 and split, ms):
+    512 -> 1024 28x28 + residual 8.89 / 7.64 (the 64 KiB panel sat at L2 / 16, unblocked),
+    512 -> 512 28x28 4.17 / 3.84, 512 -> 128 28x28 1.04 / 0.98, 256 -> 256 56x56 4.55 / 3.99,
+    256 -> 64 56x56 1.13 / 1.03, 256 -> 512 28x28 2.02 / 1.93, 256 -> 1024 28x28 + residual
+    4.51 / 4.33; resnext_dilated 1.3-2.0% faster (its layer-3 1x1s 0.91-0.92 in the model),
+    resnet50, densenet121, googlenet ties (bench/RESULTS.md, session 8, h-rxd). With caches of
+    at least 16 x L1D of L2 per FMA unit this covers every float32 plain 1x1 on such a map that
+    the L2 / 16 panel rule blocks; that rule still decides the others."""
     if conv.dtype != "float32" or not _plain_reduction(conv):
         return False
     kernel = conv.op.input_tensors[1]
