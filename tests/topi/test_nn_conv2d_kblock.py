@@ -90,7 +90,7 @@ def test_default_k_block_rule():
     assert conv2d_nchwc.default_k_block(_grouped_1x1(96, 64, 32, 2), 2, False, tiny_l1) == 1
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16, k=3), 2, False, small) == 0
     # resnext_dilated's stage-3/4 1x1 convolutions on a 1 MiB L2: K = 2048, 1024 and 512
-    # blocked (512: its 64 KiB panel and 7 columns of input exceed L1D, _tile_streams_l1);
+    # blocked (512: its 64 KiB panel exceeds L1D, _tile_streams_l1);
     # ResNet-50's 1024 x 14x14 input is in L2 (and its map too small to split)
     for k in (2048, 1024):
         assert conv2d_nchwc.default_k_block(_conv_1x1(k, 1024, 28), 2, False,
@@ -176,7 +176,7 @@ def test_default_k_block_counts_fma_units():
     -> 1024 at 28x28 (a 128 KiB panel, L2 / 16; grouped, so the tile-working-set rule of plain
     convolutions does not apply): unblocked with one unit, blocked by 4 chunks with two; two
     groups of 512 (input 3.2 MiB, panel 64 KiB) unblocked either way. A plain 1024 -> 2048 is
-    blocked with either (its panel and columns exceed L1D)."""
+    blocked with either (its panel exceeds L1D)."""
     xeon = CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024)
     conv = _grouped_1x1(2048, 2048, 28, 2)
     assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=1) == 0
@@ -637,19 +637,19 @@ def test_relay_build_splits_the_last_block_with_a_residual(monkeypatch):
 
 def test_tile_working_set_rule():
     """A float32 plain 1x1 on a map above LAST_BLOCK_MIN_PIXELS is blocked (by the chunks whose
-    weights fill L1D / 4) when its tile's weight panel and input columns exceed L1D, whatever
-    L2 / 16 says; where they fit, the L2 rule stands (unblocked here)."""
+    weights fill L1D / 4) when its tile's weight panel exceeds L1D, whatever L2 / 16 says;
+    where it fits, the L2 rule stands (unblocked here)."""
     zen4 = CacheSizes(l1d=32 * 1024, l2=1024 * 1024)
     kb = conv2d_nchwc.default_k_block
-    assert kb(_conv_1x1(512, 1024, 28), 2, False, zen4, fma_units=1) == 4  # 64 + 14 KiB
-    assert kb(_conv_1x1(256, 1024, 28), 2, False, zen4, fma_units=1) == 4  # 32 + 7 KiB
-    assert kb(_conv_1x1(256, 256, 56), 2, False, zen4, fma_units=1) == 4  # 32 + 8 KiB
-    assert kb(_conv_1x1(128, 512, 28), 2, False, zen4, fma_units=1) == 0  # 16 + 3.5 KiB
-    assert kb(_conv_1x1(128, 512, 56), 2, False, zen4, fma_units=1) == 0  # 16 + 4 KiB
-    # the boundary: 256 -> 64 at 28x28, a 2 x 7 tile: panel 32 KiB + columns 7 KiB = 39 KiB
+    assert kb(_conv_1x1(512, 1024, 28), 2, False, zen4, fma_units=1) == 4  # a 64 KiB panel
+    assert kb(_conv_1x1(512, 128, 28), 2, False, zen4, fma_units=1) == 4
+    assert kb(_conv_1x1(256, 1024, 28), 2, False, zen4, fma_units=1) == 0  # 32 KiB: fits
+    assert kb(_conv_1x1(256, 256, 56), 2, False, zen4, fma_units=1) == 0
+    assert kb(_conv_1x1(128, 512, 56), 2, False, zen4, fma_units=1) == 0
+    # the boundary: 256 -> 64 at 28x28, a 2-chunk tile: a panel of 32 KiB
     conv = _conv_1x1(256, 64, 28)
-    assert kb(conv, 2, False, CacheSizes(l1d=39 * 1024, l2=1 << 20), fma_units=1) == 0
-    assert kb(conv, 2, False, CacheSizes(l1d=39 * 1024 - 4, l2=1 << 20), fma_units=1) == 4
+    assert kb(conv, 2, False, CacheSizes(l1d=32 * 1024, l2=1 << 20), fma_units=1) == 0
+    assert kb(conv, 2, False, CacheSizes(l1d=32 * 1024 - 4, l2=1 << 20), fma_units=1) == 2
     # a map of LAST_BLOCK_MIN_PIXELS (not split): the L2 rule (its input, 512 KiB, is in L2)
     assert kb(_conv_1x1(512, 1024, 16), 2, False, zen4, fma_units=1) == 0
     # float16, grouped: the L2 rule (unblocked here)

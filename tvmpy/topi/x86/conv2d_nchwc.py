@@ -608,7 +608,7 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there.
 
     A float32 plain 1x1 on a map of more than :data:`LAST_BLOCK_MIN_PIXELS` pixels is also
-    blocked (by the same L1D / 4 of weights) when its tile's panel and input columns exceed L1D
+    blocked (by the same L1D / 4 of weights) when its tile's weight panel exceeds L1D
     (:func:`_tile_streams_l1`); its last block then runs at the output's register tile
     (:func:`split_last_k_block`)."""
     if depthwise:
@@ -650,32 +650,29 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
 def _tile_streams_l1(conv: Tensor, oc_tile: int, panel: int, caches: CacheSizes) -> bool:
     """Whether :func:`default_k_block` blocks the 1x1 convolution ``conv`` (a tile of
     ``oc_tile`` chunks, whose weight panel takes ``panel`` bytes) because its register tile's
-    working set leaves L1D: a static float32 plain (ungrouped) convolution on a map of more
+    weights do not fit L1D: a static float32 plain (ungrouped) convolution on a map of more
     than :data:`LAST_BLOCK_MIN_PIXELS` output pixels, whose blocked nest runs its last block at
-    the output's register tile (:func:`fuses_last_k_block`), where the panel and the tile's
-    input columns (``reg_n`` columns of every input channel) together exceed L1D. Unblocked,
+    the output's register tile (:func:`fuses_last_k_block`), where the panel exceeds L1D.
+    Unblocked,
     such a tile streams its whole panel from L2 once per ``reg_n`` output columns and runs its
     epilogue (bias, residual, activation) in a pass of its own; blocked and split, a block's
     weights (L1D / 4) stay in L1 across the task's tiles and the epilogue reads registers.
     Zen 4 (znver4, 32 KiB L1D, 1 MiB L2; 1 thread, CPU time, kernel + epilogue alone, loaded
     (load 12-14), 2026-12-01, old unblocked 2 x 7 / 2 x 8 against blocked by 4 and split, ms):
     512 -> 1024 28x28 + residual 8.89 / 7.64 (the 64 KiB panel sat at L2 / 16, unblocked),
-    512 -> 512 28x28 4.17 / 3.84, 512 -> 128 28x28 1.04 / 0.98, 256 -> 256 56x56 4.55 / 3.99,
-    256 -> 64 56x56 1.13 / 1.03, 256 -> 512 28x28 2.02 / 1.93, 256 -> 1024 28x28 + residual
-    4.51 / 4.33; resnext_dilated 1.3-2.0% faster (its layer-3 1x1s 0.91-0.92 in the model),
-    resnet50, densenet121, googlenet ties (bench/RESULTS.md, session 8, h-rxd). With caches of
+    512 -> 512 28x28 4.17 / 3.84, 512 -> 128 28x28 1.04 / 0.98; in resnext_dilated at load
+    3.5 its six 512 -> 1024 + residual 7.57-7.94 / 7.37-7.44. A 32 KiB panel (256 inputs, a
+    2-chunk tile) stays unblocked: loaded it gained too (256 -> 256 56x56 4.55 / 3.99), but
+    in the model at load 3.5 its 56x56 ones lost 1-2% (bench/RESULTS.md, session 8, h-rxd).
+    With caches of
     at least 16 x L1D of L2 per FMA unit this covers every float32 plain 1x1 on such a map that
     the L2 / 16 panel rule blocks; that rule still decides the others."""
     if conv.dtype != "float32" or not _plain_reduction(conv):
         return False
-    kernel = conv.op.input_tensors[1]
-    ic_chunk, ic_bn = _const(kernel.shape[1]), _const(kernel.shape[4])
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
     if oh * ow <= LAST_BLOCK_MIN_PIXELS:
         return False
-    reg_n = _default_reg_n(conv, oc_tile, False)
-    columns = reg_n * ic_chunk * ic_bn * max(1, bits_of(conv.dtype) // 8)
-    return panel + columns > caches.l1d
+    return panel > caches.l1d
 
 
 def default_k_rows(conv: Tensor, oc_tile: int, caches: CacheSizes | None = None) -> int:
