@@ -69,6 +69,12 @@ def _conv_1x1(ic, oc, hw, k=1, bn=16):
     return nn.conv2d_NCHWc(A, W, 1, k // 2, 1, f"NCHW{bn}c", f"NCHW{bn}c")
 
 
+def _grouped_1x1(ic, oc, hw, groups, bn=16):
+    A = te.placeholder((1, ic // bn, hw, hw, bn), name="A")
+    W = te.placeholder((oc // bn, ic // groups // bn, 1, 1, bn, bn), name="W")
+    return nn.conv2d_NCHWc(A, W, 1, 0, 1, f"NCHW{bn}c", f"NCHW{bn}c", groups=groups)
+
+
 def test_default_k_block_rule():
     small = CacheSizes(l1d=32 * 1024, l2=64 * 1024)
     # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 16, the
@@ -77,20 +83,22 @@ def test_default_k_block_rule():
     assert conv2d_nchwc.default_k_rows(_conv_1x1(256, 64, 16), 2, small) == 16
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 4), 2, False, small) == 0  # in L2
     assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 16), 2, False, small) == 0  # short
-    # the panel at exactly L2 / 16 (2 input chunks: 4 KiB): unblocked; one chunk more: blocked
+    # the panel at exactly L2 / 16 (2 input chunks a group: 4 KiB): unblocked; one chunk more:
+    # blocked (grouped, so that the tile-working-set rule of plain convolutions does not apply)
     tiny_l1 = CacheSizes(l1d=4 * 1024, l2=64 * 1024)
-    assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 32), 2, False, tiny_l1) == 0
-    assert conv2d_nchwc.default_k_block(_conv_1x1(48, 64, 32), 2, False, tiny_l1) == 1
+    assert conv2d_nchwc.default_k_block(_grouped_1x1(64, 64, 32, 2), 2, False, tiny_l1) == 0
+    assert conv2d_nchwc.default_k_block(_grouped_1x1(96, 64, 32, 2), 2, False, tiny_l1) == 1
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16, k=3), 2, False, small) == 0
-    # resnext_dilated's stage-3/4 1x1 convolutions on a 1 MiB L2: K = 2048 and 1024 blocked,
-    # 512 not (its 64 KiB panel: a tie either way); ResNet-50's 1024 x 14x14 input is in L2
+    # resnext_dilated's stage-3/4 1x1 convolutions on a 1 MiB L2: K = 2048, 1024 and 512
+    # blocked (512: its 64 KiB panel exceeds L1D, _tile_streams_l1);
+    # ResNet-50's 1024 x 14x14 input is in L2 (and its map too small to split)
     for k in (2048, 1024):
         assert conv2d_nchwc.default_k_block(_conv_1x1(k, 1024, 28), 2, False,
                                             DEFAULT_CACHE_SIZES) == 4
     assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 2048, 28), 2, False,
                                         DEFAULT_CACHE_SIZES) == 4
     assert conv2d_nchwc.default_k_block(_conv_1x1(512, 1024, 28), 2, False,
-                                        DEFAULT_CACHE_SIZES) == 0
+                                        DEFAULT_CACHE_SIZES) == 4
     assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 256, 14), 2, False,
                                         DEFAULT_CACHE_SIZES) == 0
     A = te.placeholder((1, 16, 16, 16, 16), name="A")
@@ -164,15 +172,20 @@ def test_grouped_1x1_takes_the_blocked_nest(monkeypatch, stride):
 
 def test_default_k_block_counts_fma_units():
     """A core with two 512-bit FMA units streams a tile's weight panel from L2 twice as fast:
-    the panel threshold halves. On a 48 KiB / 2 MiB core, 1024 -> 2048 at 28x28 (a 128 KiB
-    panel, L2 / 16): unblocked with one unit, blocked by 4 chunks with two; 512 -> 1024 (input
-    1.6 MiB, in L2) unblocked either way."""
+    the panel threshold halves. On a 48 KiB / 2 MiB core, a grouped 1x1 of two groups of 1024
+    -> 1024 at 28x28 (a 128 KiB panel, L2 / 16; grouped, so the tile-working-set rule of plain
+    convolutions does not apply): unblocked with one unit, blocked by 4 chunks with two; two
+    groups of 512 (input 3.2 MiB, panel 64 KiB) unblocked either way. A plain 1024 -> 2048 is
+    blocked with either (its panel exceeds L1D)."""
     xeon = CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024)
-    conv = _conv_1x1(1024, 2048, 28)
+    conv = _grouped_1x1(2048, 2048, 28, 2)
     assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=1) == 0
     assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=2) == 4
-    assert conv2d_nchwc.default_k_block(_conv_1x1(512, 1024, 28), 2, False, xeon,
+    assert conv2d_nchwc.default_k_block(_grouped_1x1(1024, 2048, 28, 2), 2, False, xeon,
                                         fma_units=2) == 0
+    for units in (1, 2):
+        assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 2048, 28), 2, False, xeon,
+                                            fma_units=units) == 4
     # without a target: one unit, the default cache sizes
     assert conv2d_nchwc._fma_units() == 1  # noqa: SLF001
 
@@ -620,3 +633,57 @@ def test_relay_build_splits_the_last_block_with_a_residual(monkeypatch):
     want = testing.conv2d_nchw_python(hv, w2, 1, 0) + b2.reshape(1, -1, 1, 1) + hv
     np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_tile_working_set_rule():
+    """A float32 plain 1x1 on a map above LAST_BLOCK_MIN_PIXELS is blocked (by the chunks whose
+    weights fill L1D / 4) when its tile's weight panel exceeds L1D, whatever L2 / 16 says;
+    where it fits, the L2 rule stands (unblocked here)."""
+    zen4 = CacheSizes(l1d=32 * 1024, l2=1024 * 1024)
+    kb = conv2d_nchwc.default_k_block
+    assert kb(_conv_1x1(512, 1024, 28), 2, False, zen4, fma_units=1) == 4  # a 64 KiB panel
+    assert kb(_conv_1x1(512, 128, 28), 2, False, zen4, fma_units=1) == 4
+    assert kb(_conv_1x1(256, 1024, 28), 2, False, zen4, fma_units=1) == 0  # 32 KiB: fits
+    assert kb(_conv_1x1(256, 256, 56), 2, False, zen4, fma_units=1) == 0
+    assert kb(_conv_1x1(128, 512, 56), 2, False, zen4, fma_units=1) == 0
+    # the boundary: 256 -> 64 at 28x28, a 2-chunk tile: a panel of 32 KiB
+    conv = _conv_1x1(256, 64, 28)
+    assert kb(conv, 2, False, CacheSizes(l1d=32 * 1024, l2=1 << 20), fma_units=1) == 0
+    assert kb(conv, 2, False, CacheSizes(l1d=32 * 1024 - 4, l2=1 << 20), fma_units=1) == 2
+    # a map of LAST_BLOCK_MIN_PIXELS (not split): the L2 rule (its input, 512 KiB, is in L2)
+    assert kb(_conv_1x1(512, 1024, 16), 2, False, zen4, fma_units=1) == 0
+    # float16, grouped: the L2 rule (unblocked here)
+    half = nn.conv2d_NCHWc(te.placeholder((1, 32, 28, 28, 16), "float16", name="A"),
+                           te.placeholder((64, 32, 1, 1, 16, 16), "float16", name="W"), 1, 0, 1,
+                           "NCHW16c", "NCHW16c")
+    assert kb(half, 2, False, zen4, fma_units=1) == 0
+    assert kb(_grouped_1x1(1024, 1024, 28, 2), 2, False, zen4, fma_units=1) == 0
+
+
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, plain data, epilogue): maps above 256 output pixels
+WORKING_SET_CASES = [
+    (1, 21, 19, 17, 10, 3, 5, 1, False, "residual"),  # 7 input chunks (prime), 5-lane blocks
+    (2, 26, 17, 16, 24, 2, 8, 1, False, "bias"),      # 13 chunks, batch 2, 3 output chunks
+    (1, 32, 23, 19, 16, 8, 8, 1, True, "residual"),   # plain NCHW data, 4 chunks
+    (1, 20, 37, 35, 16, 4, 16, 2, False, "none"),     # stride 2 -> 19x18, 5 chunks, 1 output
+]
+
+
+@pytest.mark.parametrize("case", WORKING_SET_CASES)
+def test_tile_working_set_default_matches_reference(monkeypatch, case):
+    """With a small L1D (and an L2 the L2 / 16 rule never blocks at) the tile-working-set rule
+    blocks awkward 1x1 convolutions; their default split and schedule (what an untuned
+    relay.build runs) match numpy."""
+    n, c, h, w, oc, icb, ocb, stride, plain, epilogue = case
+    caches = CacheSizes(l1d=256, l2=1 << 30)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: caches)
+    (A, W), conv, arrays, want, rng = _split_conv(
+        (n, c, h, w, oc, icb, ocb, stride, 0, 0, 0, 0, plain, epilogue))
+    oc_tile = conv2d_nchwc.default_row_tile(conv, False)[1]
+    k_block = conv2d_nchwc.default_k_block(conv, oc_tile, False)
+    assert 0 < k_block < c // icb
+    split = conv2d_nchwc.split_last_k_block(conv)
+    assert split is not conv and split.op.attrs["k_block"] == k_block
+    inputs, arrays = [A, W], list(arrays)
+    out, want = _with_epilogue(split, epilogue, rng, want, inputs, arrays)
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)

@@ -605,7 +605,12 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     1280 -> 320 8x8 544 / 413, 1024 -> 256 14x14 786 / 750, 1024 -> 2048 14 -> 7 stride 2 1710
     / 1582. It needs :data:`SMALL_MAP_MIN_TASKS` chunk groups (the blocked nest's parallel tasks
     are chunk groups x row blocks, here one row block); with the panel in L1D (192 -> 1152 7x7, 36 KiB) blocking loses (154 / 168 us). On
-    Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there."""
+    Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there.
+
+    A float32 plain 1x1 on a map of more than :data:`LAST_BLOCK_MIN_PIXELS` pixels is also
+    blocked (by the same L1D / 4 of weights) when its tile's weight panel exceeds L1D
+    (:func:`_tile_streams_l1`); its last block then runs at the output's register tile
+    (:func:`split_last_k_block`)."""
     if depthwise:
         return 0
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
@@ -630,6 +635,9 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
         return _divisor_tile(ic_chunk, _long_reduction_k_block(conv, caches))
     panel = ic_chunk * chunk
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    if _tile_streams_l1(conv, oc_tile, panel, caches):
+        kb = max(1, caches.l1d // 4 // chunk)
+        return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
     groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
     small_map = units >= 2 and 1 < oh and oh * ow <= SMALL_MAP_PIXELS \
         and panel > caches.l1d and groups >= SMALL_MAP_MIN_TASKS
@@ -637,6 +645,34 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
+
+
+def _tile_streams_l1(conv: Tensor, oc_tile: int, panel: int, caches: CacheSizes) -> bool:
+    """Whether :func:`default_k_block` blocks the 1x1 convolution ``conv`` (a tile of
+    ``oc_tile`` chunks, whose weight panel takes ``panel`` bytes) because its register tile's
+    weights do not fit L1D: a static float32 plain (ungrouped) convolution on a map of more
+    than :data:`LAST_BLOCK_MIN_PIXELS` output pixels, whose blocked nest runs its last block at
+    the output's register tile (:func:`fuses_last_k_block`), where the panel exceeds L1D.
+    Unblocked,
+    such a tile streams its whole panel from L2 once per ``reg_n`` output columns and runs its
+    epilogue (bias, residual, activation) in a pass of its own; blocked and split, a block's
+    weights (L1D / 4) stay in L1 across the task's tiles and the epilogue reads registers.
+    Zen 4 (znver4, 32 KiB L1D, 1 MiB L2; 1 thread, CPU time, kernel + epilogue alone, loaded
+    (load 12-14), 2026-12-01, old unblocked 2 x 7 / 2 x 8 against blocked by 4 and split, ms):
+    512 -> 1024 28x28 + residual 8.89 / 7.64 (the 64 KiB panel sat at L2 / 16, unblocked),
+    512 -> 512 28x28 4.17 / 3.84, 512 -> 128 28x28 1.04 / 0.98; in resnext_dilated at load
+    3.5 its six 512 -> 1024 + residual 7.57-7.94 / 7.37-7.44. A 32 KiB panel (256 inputs, a
+    2-chunk tile) stays unblocked: loaded it gained too (256 -> 256 56x56 4.55 / 3.99), but
+    in the model at load 3.5 its 56x56 ones lost 1-2% (bench/RESULTS.md, session 8, h-rxd).
+    With caches of
+    at least 16 x L1D of L2 per FMA unit this covers every float32 plain 1x1 on such a map that
+    the L2 / 16 panel rule blocks; that rule still decides the others."""
+    if conv.dtype != "float32" or not _plain_reduction(conv):
+        return False
+    oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    if oh * ow <= LAST_BLOCK_MIN_PIXELS:
+        return False
+    return panel > caches.l1d
 
 
 def default_k_rows(conv: Tensor, oc_tile: int, caches: CacheSizes | None = None) -> int:
