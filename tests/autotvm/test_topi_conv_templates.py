@@ -14,6 +14,7 @@ import tvmpy as tvm
 from tvmpy import autotvm, relay, te, topi
 from tvmpy.autotvm.tuner import RandomTuner
 from tvmpy.target import Target
+from tvmpy.target.cpu_features import CacheSizes
 from tvmpy.topi import nn, testing
 from tvmpy.topi.x86 import conv2d_nchwc
 from tvmpy.topi.x86.conv2d import _find, _outputs, _schedule_pad, anchor
@@ -145,6 +146,11 @@ def test_fallback_is_todays_default_schedule(layer, monkeypatch):
     # whose two-unit tiles (four chunks on 28-wide 1x1 maps, tests/topi/test_nn_conv2d_kblock.py)
     # the verbatim copy does not know
     monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 1)
+    # and a host whose L2 holds every layer's weights twice over: on a 1 MiB L2 (Zen 4) the
+    # 576 KiB of the 128 -> 128 3x3 take half of it, and the template reads a padded copy
+    # (conv2d_nchwc.streams_weights), which the verbatim copy predates
+    monkeypatch.setattr(conv2d_nchwc, "_caches",
+                        lambda: CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024))
     args = _conv_args(*layer)
     assert _template_ir(args, False) == _ref_ir(args, False)
     # a fused epilogue runs on the register tile in both
