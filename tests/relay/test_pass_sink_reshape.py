@@ -343,3 +343,80 @@ def test_operand_that_broadcasts_beyond_the_reshape_keeps_it_below(src, dst, osh
     assert new["main"].body.op.name == "minimum"
     assert tuple(new["main"].body.checked_type.shape) == np.broadcast_shapes(dst, oshape)
     _check_same(mod, new)
+
+
+def _residual_block(t, k, n, form, batch=1, cast=False, norm=False):
+    """``r + view(dense(reshape(x), W))`` as ONNX exports a Linear over a ``[B, T, K]`` input
+    followed by a residual add; ``form`` "reshape": the view is ``reshape([B, T, N])``;
+    "transpose": ``transpose(reshape([T, B, N]), [1, 0, 2])`` (batch 1: only a unit axis
+    moves). ``norm``: an RMSNorm reads the sum, and so does a second residual add."""
+    x = relay.var("x", shape=(batch, t, k))
+    r = relay.var("r", shape=(batch, t, n))
+    w = relay.var("w", shape=(n, k))
+    d = relay.nn.dense(relay.reshape(x, (batch * t, k)), w)
+    if form == "reshape":
+        v = relay.reshape(d, (batch, t, n))
+    else:
+        v = relay.transpose(relay.reshape(d, (t, batch, n)), (1, 0, 2))
+    y = relay.add(r, v)
+    if cast:
+        y = relay.cast(y, "float32")
+    if norm:
+        ms = relay.mean(relay.power(y, relay.const(2.0)), axis=[2], keepdims=True)
+        y = relay.add(relay.divide(y, relay.sqrt(relay.add(ms, relay.const(1e-6)))), y)
+    return relay.IRModule.from_expr(relay.Function([x, r, w], y))
+
+
+@pytest.mark.parametrize("t,k,n,form,cast,norm", [
+    (13, 7, 11, "reshape", False, False), (1, 5, 13, "reshape", True, False),
+    (17, 16, 31, "transpose", False, False), (1, 3, 7, "transpose", True, True),
+    (6, 32, 16, "reshape", True, True)])
+def test_residual_add_joins_the_dense(t, k, n, form, cast, norm):
+    """The residual add after a reshaped (or unit-axis transposed) dense becomes the dense's
+    epilogue: the other operand, of the result's shape, is read as a view of the dense's
+    shape; no kernel of its own is left for the add. With an RMSNorm reading the sum, its
+    square stays with the mean (one reduction kernel)."""
+    mod = _residual_block(t, k, n, form, cast=cast, norm=norm)
+    new = transform.SinkReshape()(transform.InferType()(mod))
+    _check_same(mod, new)
+    rng = np.random.default_rng(t * 31 + n)
+    xv = rng.standard_normal((1, t, k)).astype("float32")
+    rv = rng.standard_normal((1, t, n)).astype("float32")
+    wv = rng.standard_normal((n, k)).astype("float32")
+    lib = _build(mod, params={"w": wv})
+    names = [nm for nm in _nodes(lib)[1] if nm != "__nop"]
+    dense = [nm for nm in names if "dense" in nm]
+    assert len(dense) == 1 and "add" in dense[0], names
+    assert not any("add" in nm and "dense" not in nm and "sqrt" not in nm for nm in names), names
+    if norm:
+        assert sum("mean" in nm for nm in names) == 1 and any("power_mean" in nm for nm in names)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", xv)
+    m.set_input("r", rv)
+    m.run()
+    y = rv + (xv.reshape(t, k) @ wv.T).reshape(1, t, n)
+    if norm:
+        y = y / np.sqrt((y * y).mean(axis=2, keepdims=True) + 1e-6) + y
+    np.testing.assert_allclose(m.get_output(0).numpy(), y, rtol=1e-4, atol=1e-4)
+
+
+def test_residual_stays_when_it_cannot_be_a_view():
+    """Left alone: a transpose that moves a non-unit axis (batch 2), a constant residual,
+    and a symbolic batch (no static shapes)."""
+    mod = transform.InferType()(_residual_block(5, 4, 3, "transpose", batch=2))
+    new = transform.SinkReshape()(mod)
+    assert new["main"].body.op.name == "add"
+    x = relay.var("x", shape=(1, 5, 4))
+    w = relay.var("w", shape=(3, 4))
+    v = relay.reshape(relay.nn.dense(relay.reshape(x, (5, 4)), w), (1, 5, 3))
+    c = relay.const(np.arange(15, dtype="float32").reshape(1, 5, 3))
+    mod = transform.InferType()(relay.IRModule.from_expr(relay.Function([x, w],
+                                                                        relay.add(v, c))))
+    assert transform.SinkReshape()(mod)["main"].body.op.name == "add"
+    b = relay.Any()
+    x = relay.var("x", shape=(b, 5, 4))
+    r = relay.var("r", shape=(b, 5, 3))
+    v = relay.reshape(relay.nn.dense(relay.reshape(x, (-1, 4)), w), (-1, 5, 3))
+    mod = transform.InferType()(relay.IRModule.from_expr(relay.Function([x, r, w],
+                                                                        relay.add(r, v))))
+    assert transform.SinkReshape()(mod)["main"].body.op.name == "add"
