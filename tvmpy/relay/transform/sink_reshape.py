@@ -75,10 +75,9 @@ def _static(t: Any) -> tuple[int, ...] | None:
 
 
 class _Sink(ExprMutator):
-    def __init__(self, uses: dict[int, int], reduced: set[int]) -> None:
+    def __init__(self, uses: dict[int, int]) -> None:
         super().__init__()
         self.uses = uses
-        self.reduced = reduced  # ids of the values a reduction (sum, mean ...) reads
         # reshapes this pass made: id -> (source shape, result shape); each has one use
         self.made: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
@@ -98,44 +97,6 @@ class _Sink(ExprMutator):
         if src is None or dst is None:
             return None
         return new.args[0], src, dst  # the rewritten source (orig.args[0] would duplicate it)
-
-    def _view_of(self, orig: RelayExpr, new: RelayExpr
-                 ) -> tuple[RelayExpr, tuple[int, ...], tuple[int, ...]] | None:
-        """``(x, src shape, dst shape)`` when ``new`` (the rewrite of ``orig``, shared or not)
-        reads ``x`` as a row-major reshape: a ``reshape``, or a ``transpose`` that moves only
-        axes of extent 1 (``[T, 1, K] -> [1, T, K]``: the same elements in the same order); a
-        chain of them is seen through to its first source (a graph input or a computed
-        tensor), so that an epilogue lands on the operator computing it."""
-        found = self._reshape_of(orig, new, shared=True)
-        if found is None and _unit_transpose(orig) and isinstance(new, Call):
-            src = _static(getattr(orig.args[0], "checked_type", None))
-            dst = _static(getattr(orig, "checked_type", None))
-            if src is not None and dst is not None:
-                found = (new.args[0], src, dst)
-        if found is None:
-            return None
-        x, src, dst = found
-        o = None if id(new) in self.made else orig.args[0]  # x's original, for its types
-        while isinstance(x, Call) and isinstance(x.op, Op):
-            if id(x) in self.made:
-                x, src, o = x.args[0], self.made[id(x)][0], None
-                continue
-            if not (isinstance(o, Call) and getattr(o.op, "name", None) == x.op.name
-                    and (x.op.name == "reshape" or _unit_transpose(o))):
-                break
-            s0 = _static(getattr(o.args[0], "checked_type", None))
-            if s0 is None:
-                break
-            x, src, o = x.args[0], s0, o.args[0]
-        return x, src, dst
-
-    def _stays(self, c: Call, views: list[RelayExpr]) -> bool:
-        """Whether ``c``, read by a reduction, should stay where it is: above a reshape that
-        has other uses, its producer cannot take it into its epilogue (the producer's
-        post-dominator is past those uses), and below the reshape the reduction could not
-        take it as its input (T5's RMSNorm ``mean(power(x, 2))`` over a residual sum that
-        the next residual add also reads)."""
-        return id(c) in self.reduced and any(self.uses.get(id(v), 0) > 1 for v in views)
 
     def _wrap(self, inner: RelayExpr, src: tuple[int, ...], dst: tuple[int, ...]) -> RelayExpr:
         out = _tr.reshape(inner, dst)
@@ -162,7 +123,7 @@ class _Sink(ExprMutator):
                 return new
             attrs = {**new.attrs.values, "axis": i}
             return self._wrap(make_call("nn.bias_add", [x, new.args[1]], attrs), src, dst)
-        if pointwise and not self._stays(c, [c.args[0]]):
+        if pointwise:
             return self._wrap(Call(new.op, [x], new.attrs), src, dst)
         return new
 
@@ -172,17 +133,13 @@ class _Sink(ExprMutator):
         scalar ``s`` (either side): SiLU's ``x * sigmoid(x)``, HardSwish's ``x * clip(x / 6 +
         0.5, 0, 1)`` over a 1x1 conv's output. Shared reshapes are fine here (the other uses
         keep the original view, which costs nothing)."""
-        found = [self._view_of(o, n) for o, n in zip(c.args, new.args)]
-        if self._stays(c, [o for f, o in zip(found, c.args) if f is not None]):
-            return new
+        found = [self._reshape_of(o, n, shared=True) for o, n in zip(c.args, new.args)]
         shapes = {(f[1], f[2]) for f in found if f is not None}
         if len(shapes) != 1:
             return new
         ((src, dst),) = shapes
         if _static(getattr(c, "checked_type", None)) != dst:
             return new  # the other operand broadcasts the result beyond the reshape's shape
-        if src == dst:
-            return new
         args = []
         for f, o, n in zip(found, c.args, new.args):
             if f is not None:
@@ -193,11 +150,6 @@ class _Sink(ExprMutator):
                 return new
             if _trailing(shape, src, dst):  # a bias over trailing axes the reshape keeps
                 args.append(n)
-                continue
-            if shape == dst and not any(isinstance(a, Constant) for a in (o, n)):
-                # a whole tensor of the result's shape (a residual): read as the source's
-                # shape, a view (a reshape-only function aliases its input)
-                args.append(_tr.reshape(n, src))
                 continue
             if any(d != 1 for d in shape):
                 return new  # not a scalar: it broadcasts against the reshaped axes
@@ -224,30 +176,8 @@ def _trailing(shape: tuple[int, ...], src: tuple[int, ...], dst: tuple[int, ...]
     return src[len(src) - len(core):] == core and dst[len(dst) - len(core):] == core
 
 
-def _unit_transpose(e: Any) -> bool:
-    """Whether ``e`` is a ``transpose`` of a static shape that moves only axes of extent 1
-    (the other axes keep their order): the same elements in the same order, a reshape."""
-    if not (isinstance(e, Call) and getattr(e.op, "name", None) == "transpose"):
-        return False
-    src = _static(getattr(e.args[0], "checked_type", None))
-    if src is None:
-        return False
-    axes = e.attrs.axes
-    perm = list(range(len(src)))[::-1] if axes is None else \
-        [int(getattr(a, "value", a)) % len(src) for a in axes]
-    kept = [a for a in perm if src[a] != 1]
-    return kept == sorted(kept)
-
-
 def _use_counts(body: RelayExpr) -> dict[int, int]:
-    """Each value's number of uses."""
-    return _uses_and_reduced(body)[0]
-
-
-def _uses_and_reduced(body: RelayExpr) -> tuple[dict[int, int], set[int]]:
-    """Each value's number of uses, and the values that a reduction reads."""
     uses: dict[int, int] = {}
-    reduced: set[int] = set()
     seen: set[int] = set()
     stack = [body]
     uses[id(body)] = 1  # the result is a use
@@ -256,14 +186,10 @@ def _uses_and_reduced(body: RelayExpr) -> tuple[dict[int, int], set[int]]:
         if id(e) in seen:
             continue
         seen.add(id(e))
-        red = (isinstance(e, Call) and isinstance(e.op, Op)
-               and e.op.pattern == OpPattern.COMM_REDUCE)
         for ch in dataflow_children(e):
             uses[id(ch)] = uses.get(id(ch), 0) + 1
-            if red:
-                reduced.add(id(ch))
             stack.append(ch)
-    return uses, reduced
+    return uses
 
 
 class SinkReshape(FunctionPass):
@@ -275,7 +201,7 @@ class SinkReshape(FunctionPass):
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
         if func.attrs.get("Primitive"):
             return func
-        body = _Sink(*_uses_and_reduced(func.body)).visit(func.body)
+        body = _Sink(_use_counts(func.body)).visit(func.body)
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_type, attrs=func.attrs)
