@@ -56,7 +56,7 @@ def _wide(rng: np.random.Generator, lo: float, hi: float, n: int = 4099) -> np.n
 OPS: dict[str, tuple[Callable, Callable, tuple[float, float], float]] = {
     "exp": (tir_op.exp, np.exp, (-110.0, 100.0), 3),
     "sigmoid": (tir_op.sigmoid, _sigmoid, (-120.0, 120.0), 4),
-    "tanh": (tir_op.tanh, np.tanh, (-30.0, 30.0), 2),
+    "tanh": (tir_op.tanh, np.tanh, (-30.0, 30.0), 5),  # inline (llvm_vtanh.py): 4.6
     "erf": (tir_op.erf, _erf, (-10.0, 10.0), 6),
     "log": (tir_op.log, np.log, (0.0, 1e30), 4),
     "log2": (tir_op.log2, np.log2, (0.0, 1e30), 2.5),
@@ -115,6 +115,25 @@ def test_saturating_ends_are_exact(name):
     np.testing.assert_array_equal(got, want)
 
 
+def test_vector_tanh_ends_zeros_and_branch_seam():
+    """float32 tanh on whole vectors (codegen/llvm_vtanh.py, a rational function of the
+    clamped input): exactly +-1 from |x| = 9.02 on and at +-inf, -0 stays -0, tiny values
+    are themselves, nan stays nan, and values around 0.6 (where the Cephes form it replaced
+    switched branches) within 2 ulp."""
+    ends = np.array([np.inf, 1e30, 120.0, 10.5, 9.02, 0.0, 1e-45, 1e-30], "float32")
+    seam = np.linspace(0.6, 0.65, 2000, dtype="float32")
+    x = np.concatenate([ends, -ends, [np.nan], seam, -seam]).astype("float32")
+    got = _run_op("tanh", x)
+    n = len(ends)
+    np.testing.assert_array_equal(got[:5], 1.0)
+    np.testing.assert_array_equal(got[n:n + 5], -1.0)
+    assert not np.signbit(got[5]) and np.signbit(got[n + 5])
+    np.testing.assert_array_equal(got[6:8], x[6:8])  # tanh(x) == x in float32 there
+    assert np.isnan(got[2 * n])
+    err = _ulp_error(got[2 * n + 1:], np.tanh(x[2 * n + 1:].astype(np.float64)))
+    assert err.max() <= 2.0, err.max()
+
+
 @pytest.mark.parametrize("name", ["sigmoid", "tanh", "erf", "exp", "log"])
 def test_float16_within_one_ulp(name):
     _, ref, (lo, hi), _ = OPS[name]
@@ -159,7 +178,8 @@ def _ll(fn: Callable, target: str, shape: tuple = (4, 1027), dtype: str = "float
 @pytest.mark.parametrize("name", TRANSCENDENTAL)
 def test_transcendental_ir_is_vector_math_of_target_width(name, target):
     """The math takes whole vectors of the target's float32 lanes: exp and sigmoid as inline
-    vector arithmetic (codegen/llvm_vexp.py), erf too (codegen/llvm_verf.py), the others as
+    vector arithmetic (codegen/llvm_vexp.py), erf and tanh too (codegen/llvm_verf.py,
+    codegen/llvm_vtanh.py), the others as
     libmvec calls; never a vector LLVM math intrinsic (which LLVM scalarizes into one libm
     call per lane)."""
     lanes = tvm.target.Target(target).vector_lanes("float32")
@@ -173,6 +193,9 @@ def test_transcendental_ir_is_vector_math_of_target_width(name, target):
     elif name == "erf":
         assert f"fdiv {vec}" in ll and f"@llvm.fmuladd.v{lanes}f32(" in ll
         assert not any("@_ZGV" in c or "@erf" in c for c in calls), calls
+    elif name == "tanh":  # codegen/llvm_vtanh.py: a rational function
+        assert f"fdiv {vec}" in ll and f"@llvm.fmuladd.v{lanes}f32(" in ll
+        assert not any("@_ZGV" in c or "@tanh" in c for c in calls), calls
     else:
         assert any("@_ZGV" in c and f"N{lanes}v" in c and vec in c for c in calls), calls
     assert not any(f"@llvm.{n}.v" in c for c in calls for n in ("exp", "log", "sin", "cos",

@@ -1,6 +1,7 @@
 """Lowering of tir intrinsic calls (tvmpy.tir.op) to LLVM IR for the LLVM code generator.
 
-Float math on vectors: float32 ``exp`` is inline vector arithmetic (llvm_vexp.py); the other
+Float math on vectors: float32 ``exp``, ``erf`` and ``tanh`` are inline vector arithmetic
+(llvm_vexp.py, llvm_verf.py, llvm_vtanh.py); the other
 transcendentals call glibc's libmvec at the target's vector width (``MVEC``, x86-64 Linux).
 Otherwise float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``,
 ``llvm.tanh``, ``llvm.roundeven`` ...): the backend turns them into instructions or libm calls,
@@ -22,6 +23,7 @@ from . import llvm_packed as _packed
 from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
 from .llvm_verf import erf_f32
 from .llvm_vexp import exp_f32
+from .llvm_vtanh import tanh_f32
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
@@ -88,6 +90,8 @@ def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | Non
 INLINE_EXP = True
 # float32 vector erf as inline arithmetic (llvm_verf.py) rather than a libmvec call
 INLINE_ERF = True
+# float32 vector tanh as inline arithmetic (llvm_vtanh.py) rather than a libmvec call
+INLINE_TANH = True
 
 
 def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
@@ -99,6 +103,9 @@ def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -
     if (op == "erf" and INLINE_ERF and dt.lanes_of(dtype) > 1
             and dt.element_of(dtype) == "float32"):
         return erf_f32(cg, args[0], dtype)
+    if (op == "tanh" and INLINE_TANH and dt.lanes_of(dtype) > 1
+            and dt.element_of(dtype) == "float32"):
+        return tanh_f32(cg, args[0], dtype)
     if op in MVEC and dt.lanes_of(dtype) > 1 and cg.mvec_isas:
         out = _mvec_call(cg, MVEC[op], args, dtype)
         if out is not None:
