@@ -91,6 +91,33 @@ def _abi_align(ty: str) -> int:
     return 8
 
 
+def _range_attr(loop: S.For, lty: str, end: int) -> str:
+    """The ``range`` attribute of the outlined body's ``%begin`` (``end`` 0: in [min, min +
+    extent)) or ``%end`` (``end`` 1: in [min, min + extent]) when ``min`` is a constant >= 0
+    (``%begin`` of a signed loop variable with a non-constant extent: in [min, max)); ""
+    otherwise. With it LLVM knows the loop variable is not negative, as in the serial loop it
+    replaces: a floor division or modulo of an index (``floordiv(i, 33)``) compiles to an
+    unsigned division by a magic multiply without the sign fix-ups it needs for an argument of
+    unknown sign (a window copy's parallel form ran 1.8x slower than its serial form at one
+    thread without it)."""
+    from ..tir import expr as E
+
+    var = loop.loop_var
+    if not isinstance(loop.min, E.IntImm) or loop.min.value < 0:
+        return ""
+    top = (1 << (dt.bits_of(var.dtype) - 1)) - 1  # (an unsigned variable: kept below it too)
+    lo = int(loop.min.value)
+    if isinstance(loop.extent, E.IntImm):
+        hi = lo + int(loop.extent.value) + end  # exclusive
+    elif dt.is_int(var.dtype) and not end:
+        hi = top  # begin < end <= top
+    else:
+        return ""
+    if hi <= lo or hi > top:
+        return ""
+    return f"range({lty} {lo}, {hi})"
+
+
 def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     from .llvm_codegen import _FnCtx, _ident
 
@@ -139,7 +166,8 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
         if val.ty == "ptr" and id(v) in parent.noalias:
             attrs = f"noalias nocapture align {parent.align.get(id(v), 1)}"
         iparams.append((val.ty, attrs, f"%{_ident(v.name)}.c{k}"))
-    iparams += [(lty, "", "%begin"), (lty, "", "%end")]
+    iparams += [(lty, _range_attr(loop, lty, 0), "%begin"),
+                (lty, _range_attr(loop, lty, 1), "%end")]
     ifb = FunctionBuilder(iname, "i32", iparams, cg.outlined_attrs, linkage="internal")
     cg.mb.functions.append(ifb)
     ictx = _FnCtx(ifb, in_parallel=True)
