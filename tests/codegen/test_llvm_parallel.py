@@ -218,3 +218,66 @@ def test_parallel_body_range_with_symbolic_extent(monkeypatch, threads):
         o = aligned(np.zeros(ext, "int32"))
         assert lib("pdivmod", o, ext) == 0
         np.testing.assert_array_equal(o, _divmod_ref(2, ext, "int32"))
+
+
+def _count_loop(lo, extent, dtype="int32"):
+    """O[i - lo] += i - lo + 1 for i in parallel(lo, extent): an iteration run twice (or not
+    at all) leaves a wrong value."""
+    O = buf("O", extent, dtype)
+    i = E.Var("i", dtype)
+    c = lambda v: E.const(v, dtype)  # noqa: E731
+    body = S.For(i, c(lo), c(extent), S.ForKind.PARALLEL,
+                 S.BufferStore(O, O[i - c(lo)] + (i - c(lo)) + c(1), [i - c(lo)]))
+    return func("pcount", [O], body)
+
+
+@pytest.mark.parametrize("runtime", ["pool", "gomp"])
+@pytest.mark.parametrize("threads", ["2", "3", "5", "20"])
+@pytest.mark.parametrize("lo,extent,dtype", [(0, 1, "int32"), (0, 2, "int32"), (3, 7, "int32"),
+                                             (0, 17, "int64"), (-5, 1009, "int32"),
+                                             (0, 4099, "int64"), (0, 0, "int32")])
+def test_home_shards_run_every_iteration_once(monkeypatch, runtime, threads, lo, extent, dtype):
+    """The home-shard schedule (one contiguous shard per thread, up to MAX_SHARDS; more
+    threads than shards share them; extents shorter than the team, prime, empty) runs each
+    iteration exactly once, on tvmpy's pool and on libgomp, in repeated calls (the shard
+    counters are reset before every launch)."""
+    monkeypatch.setenv("TVM_NUM_THREADS", threads)
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    monkeypatch.setenv("TVMPY_PARALLEL_RUNTIME", runtime)
+    lib = Lib([_count_loop(lo, extent, dtype)])
+    assert ("GOMP_parallel" in lib.ir) == (runtime == "gomp")
+    o = aligned(np.zeros(extent, dtype))
+    for _ in range(3):
+        assert lib("pcount", o) == 0
+    np.testing.assert_array_equal(o, 3 * np.arange(1, extent + 1).astype(dtype))
+
+
+def test_home_shards_caller_takes_the_first_shard():
+    """With two threads, the caller (thread index 0) starts on the first half of the loop and
+    the worker (index 1) on the second: iteration 0 runs on the calling thread, iteration n/2
+    on the other one (each iteration sleeps 200 us, so the caller is still in its own half
+    when the worker starts). Checked in a fresh process (the pool reads the thread count)."""
+    script = textwrap.dedent(f"""
+        import sys, threading
+        sys.path.insert(0, {os.path.dirname(HERE)!r})
+        import numpy as np
+        from tvmpy.tir import expr as E, stmt as S, op
+        from codegen.llvm_helpers import Lib, aligned, buf, func
+        n = 256
+        T = buf("T", n, "int32")
+        i = E.Var("i")
+        body = S.For(i, 0, n, S.ForKind.PARALLEL, S.seq(
+            S.Evaluate(op.call_extern("int32", "usleep", 200)),
+            S.BufferStore(T, op.call_extern("int32", "gettid"), [i])))
+        lib = Lib([func("tid", [T], body)])
+        t = aligned(np.full(n, -1, "int32"))
+        assert lib("tid", t) == 0
+        me = threading.get_native_id()
+        print(int(t[0] == me), int(t[n // 2] != me), len(set(t.tolist())))
+    """)
+    env = dict(os.environ, TVM_NUM_THREADS="2")
+    env.pop("TVMPY_PARALLEL_RUNTIME", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1", "2"]
