@@ -222,8 +222,9 @@ def test_parallel_body_range_with_symbolic_extent(monkeypatch, threads):
 
 def _count_loop(lo, extent, dtype="int32"):
     """O[i - lo] += i - lo + 1 for i in parallel(lo, extent): an iteration run twice (or not
-    at all) leaves a wrong value."""
-    O = buf("O", extent, dtype)
+    at all) leaves a wrong value (the buffer has one element more: an empty one may not be
+    aligned)."""
+    O = buf("O", extent + 1, dtype)
     i = E.Var("i", dtype)
     c = lambda v: E.const(v, dtype)  # noqa: E731
     body = S.For(i, c(lo), c(extent), S.ForKind.PARALLEL,
@@ -246,10 +247,11 @@ def test_home_shards_run_every_iteration_once(monkeypatch, runtime, threads, lo,
     monkeypatch.setenv("TVMPY_PARALLEL_RUNTIME", runtime)
     lib = Lib([_count_loop(lo, extent, dtype)])
     assert ("GOMP_parallel" in lib.ir) == (runtime == "gomp")
-    o = aligned(np.zeros(extent, dtype))
+    o = aligned(np.zeros(extent + 1, dtype))
     for _ in range(3):
         assert lib("pcount", o) == 0
-    np.testing.assert_array_equal(o, 3 * np.arange(1, extent + 1).astype(dtype))
+    np.testing.assert_array_equal(o[:extent], 3 * np.arange(1, extent + 1).astype(dtype))
+    assert o[extent] == 0
 
 
 def test_home_shards_caller_takes_the_first_shard():
