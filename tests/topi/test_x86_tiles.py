@@ -167,7 +167,7 @@ def test_injective_parallel_earlier_with_vector_math():
 
 @pytest.mark.parametrize("shape,begin,par", [((1, 8, 66, 67, 16), (0, 0, 1, 1, 0), True),
                                                ((1, 5, 67, 61, 16), (0, 0, 2, 1, 0), True),
-                                               ((1, 8, 34, 34, 16), (0, 0, 1, 1, 0), False),
+                                               ((1, 2, 20, 20, 16), (0, 0, 1, 1, 0), False),
                                                ((2, 7, 13), (1, 0, 2), False)])
 def test_data_movement_parallel_threshold(shape, begin, par):
     """A window copy (the strided_slice of a transposed convolution's phase) runs in parallel

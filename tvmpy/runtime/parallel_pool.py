@@ -1,8 +1,9 @@
 """tvmpy's parallel runtime: a small C thread pool that runs the LLVM backend's parallel loops.
 
 Generated code calls ``tvmpy_parallel_run(f, closure)`` (see codegen/llvm_parallel.py) where
-``f(closure)`` takes chunks of the loop from an atomic counter in the closure until none are
-left, so ``f`` may run on any number of threads >= 1. The caller runs ``f`` itself and only
+``f(closure)`` takes chunks of the loop from atomic counters in the closure until none are
+left (first from the home shard of ``tvmpy_parallel_thread_index()``: 0 for the caller, a
+worker's fixed slot + 1), so ``f`` may run on any number of threads >= 1. The caller runs ``f`` itself and only
 waits for the workers that actually *entered* the job; a worker the OS has not scheduled yet
 never holds the caller up (libgomp's ``GOMP_parallel`` waits at its closing barrier for every
 thread of the team, which costs milliseconds per loop on a loaded machine).
@@ -84,6 +85,7 @@ static int g_nslots;                /* slots ever used (high-water mark); owner 
 static _Atomic int g_stop;          /* set by STOP_SYMBOL: every worker exits */
 static long g_spin_ns = 100000;
 static __thread int t_in_pool;      /* running inside a job: nested parallel loops are serial */
+static __thread int t_index;        /* 0: a caller; worker in slot k: k + 1 (stable) */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -146,8 +148,19 @@ static void configure(void) {
   atomic_store(&g_cfg_lock, 0);
 }
 
+/* The team size (caller included) of this process's pool, configured on first use: the
+   generated code asks it before its first launch, to cut the loop into that many shards. */
 HIDDEN int tvmpy_parallel_num_threads(void) {
+  if (g_nthreads <= 0) configure();
   return g_nthreads > 0 ? g_nthreads : 1;
+}
+
+/* This thread's index in the team: 0 for the caller of a job, k + 1 for the worker in slot k.
+   A worker keeps its slot (and so its index) across jobs, so a parallel loop that gives each
+   index the same share of its iterations in every job (the generated code's home shards) has
+   each thread touch the same data as in the previous loop: the data its own cache holds. */
+HIDDEN int tvmpy_parallel_thread_index(void) {
+  return t_index;
 }
 
 /* Try to join the open job of `state` s; 1 when this thread ran it. */
@@ -168,6 +181,7 @@ static int try_join(uint64_t s) {
 
 static void* worker_main(void* arg) {
   int slot = (int)(intptr_t)arg;
+  t_index = slot + 1;
   uint32_t last_gen = 0xffffffffu;  /* the last job seen: joined, or found closed */
   int first = 1;
   long long idle_since = now_ns();

@@ -26,10 +26,14 @@ from ..generic import as_outs, inline_injective
 __all__ = ["schedule_injective", "schedule_injective_from_existing", "schedule_elemwise",
            "schedule_broadcast", "schedule_concatenate", "vector_lanes"]
 
-# Below this many elements a parallel region costs more than it saves: a vectorized serial
-# loop streams ~10 floats/ns, and on this 2-core machine a fork/join (with cores shared by other
-# processes) measured 5-20 us; at 2**18 elements parallel and serial broke even.
-PARALLEL_MIN_ELEMENTS = 1 << 18
+# Below this many elements a parallel region costs more than it saves. A launch on tvmpy's pool
+# costs 1.2-2.1 us more than a perfect split at 2 threads (bench/parallel_launch_cost.py,
+# znver4, SCHED_FIFO; 0.4-1 us on the Intel Xeon) and a vectorized serial float32 copy moves
+# ~60 bytes/ns (8 per element, read and written: 40960 elements in 5.5 us), so two threads save
+# a launch's cost from ~1.5 us * 60 / 8 * 2 = 22500 elements: 2**15. (2**18 was set when a
+# fork/join measured 5-20 us; 2**14 paid at 2 threads on the Intel Xeon but cost at 1 thread
+# through the outlined body's index math, which the begin/end range attributes now remove.)
+PARALLEL_MIN_ELEMENTS = 1 << 15
 # ... elements that each call a vector math function (exp, erf, tanh ...: ~1-2 ns per 16 lanes
 # instead of ~0.1) pay for the threads 8x earlier: BERT's bias + erf-GELU group on 128x1024
 # went from 0.068 ms (serial) to ~0.04 ms

@@ -22,7 +22,6 @@ from ...tir.functor import post_order_visit
 from .. import tag
 from ..generic import as_outs
 from .injective import (
-    PARALLEL_MIN_ELEMENTS,
     _num_cores,
     schedule_injective_from_existing,
     vector_lanes,
@@ -30,6 +29,11 @@ from .injective import (
 from .pooling import accumulators
 
 __all__ = ["schedule_reduce"]
+
+# Reductions run in parallel from this much work (output x reduced elements): the injective
+# threshold before it was lowered (injective.PARALLEL_MIN_ELEMENTS), kept until a reduction is
+# measured against it.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 
 
 def _innermost_is_data(op: te.ComputeOp) -> bool:
