@@ -41,6 +41,9 @@ def op_cases():
         "nn.contrib_conv2d_winograd_weight_transform": (
             relay.nn.contrib_conv2d_winograd_weight_transform(_c(16, 5, 3, 3), 4, 8),
             (6, 6, 2, 5, 8)),
+        "nn.contrib_conv2d_winograd_without_weight_transform": (
+            relay.nn.contrib_conv2d_winograd_without_weight_transform(
+                x4, _c(6, 6, 4, 3), tile_size=4, padding=(1, 1)), (2, 3, 9, 9)),
         "shape_of": (relay.op.dyn.shape_of(x4), (4,), "int64"),
         "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
                            (2, 4, 4, 18)),
