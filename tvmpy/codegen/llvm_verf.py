@@ -23,7 +23,7 @@ from .llvm_ir import Value, const_value, llvm_type
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
 
-__all__ = ["erf_f32"]
+__all__ = ["erf_f32", "odd_rational_f32"]
 
 # numerator (odd: x * P(x^2)) and denominator (Q(x^2)) coefficients, highest degree first
 _P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
@@ -36,11 +36,23 @@ _CLAMP = 4.0
 
 def erf_f32(cg: CodeGenLLVM, x: Value, dtype: str) -> Value:
     """``erf(x)`` of a float32 vector ``x`` (of type ``dtype``), as inline IR."""
+    out = odd_rational_f32(cg, x, dtype, _CLAMP, _P, _Q, "erf")
+    lanes = dt.lanes_of(dtype)
+    nan = cg.fb.value(llvm_type(dt.with_lanes("bool", lanes)), f"fcmp uno {x}, {x.ref}", "nan")
+    return cg.fb.value(x.ty, f"select {nan}, {x}, {out}", "erf")
+
+
+def odd_rational_f32(cg: CodeGenLLVM, x: Value, dtype: str, clamp: float,
+                     p_coeffs: tuple[float, ...], q_coeffs: tuple[float, ...],
+                     name: str) -> Value:
+    """``xc * P(xc^2) / Q(xc^2)`` with ``xc`` = ``x`` clamped to ``[-clamp, clamp]`` (a nan
+    lane becomes ``-clamp``: no poison; callers select their nan result), P and Q by FMAs from
+    their coefficients, highest degree first: the form of Eigen's fast erf and tanh
+    (``llvm_vtanh.py``)."""
     from .llvm_intrinsics import call_intrinsic
 
     fb = cg.fb
     ty = x.ty
-    lanes = dt.lanes_of(dtype)
 
     def c(v: float) -> Value:
         return const_value(v, dtype)
@@ -48,16 +60,14 @@ def erf_f32(cg: CodeGenLLVM, x: Value, dtype: str) -> Value:
     def fma(a: Value, b: Value, d: Value) -> Value:  # a * b + d, fused where the CPU can
         return call_intrinsic(cg, "llvm.fmuladd", [a, b, d])
 
-    xc = call_intrinsic(cg, "llvm.maxnum", [x, c(-_CLAMP)])  # nan -> -4 (no poison below)
-    xc = call_intrinsic(cg, "llvm.minnum", [xc, c(_CLAMP)])
+    xc = call_intrinsic(cg, "llvm.maxnum", [x, c(-clamp)])
+    xc = call_intrinsic(cg, "llvm.minnum", [xc, c(clamp)])
     x2 = fb.value(ty, f"fmul {xc}, {xc.ref}", "x2")
-    p = c(_P[0])
-    for k in _P[1:]:
+    p = c(p_coeffs[0])
+    for k in p_coeffs[1:]:
         p = fma(x2, p, c(k))
     p = fb.value(ty, f"fmul {xc}, {p.ref}", "p")
-    q = c(_Q[0])
-    for k in _Q[1:]:
+    q = c(q_coeffs[0])
+    for k in q_coeffs[1:]:
         q = fma(x2, q, c(k))
-    out = fb.value(ty, f"fdiv {p}, {q.ref}", "erf")
-    nan = fb.value(llvm_type(dt.with_lanes("bool", lanes)), f"fcmp uno {x}, {x.ref}", "nan")
-    return fb.value(ty, f"select {nan}, {x}, {out}", "erf")
+    return fb.value(ty, f"fdiv {p}, {q.ref}", name)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
 from .llvm_ir import Value, const_value, llvm_type
+from .llvm_verf import odd_rational_f32
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
@@ -44,28 +45,10 @@ def tanh_f32(cg: CodeGenLLVM, x: Value, dtype: str) -> Value:
 
     fb = cg.fb
     ty = x.ty
-    lanes = dt.lanes_of(dtype)
-    bty = llvm_type(dt.with_lanes("bool", lanes))
-
-    def c(v: float) -> Value:
-        return const_value(v, dtype)
-
-    def fma(a: Value, b: Value, d: Value) -> Value:  # a * b + d, fused where the CPU can
-        return call_intrinsic(cg, "llvm.fmuladd", [a, b, d])
-
-    xc = call_intrinsic(cg, "llvm.maxnum", [x, c(-_R_CLAMP)])  # nan -> -clamp (no poison)
-    xc = call_intrinsic(cg, "llvm.minnum", [xc, c(_R_CLAMP)])
-    x2 = fb.value(ty, f"fmul {xc}, {xc.ref}", "x2")
-    p = c(_ALPHA[0])
-    for k in _ALPHA[1:]:
-        p = fma(x2, p, c(k))
-    p = fb.value(ty, f"fmul {xc}, {p.ref}", "p")
-    q = c(_BETA[0])
-    for k in _BETA[1:]:
-        q = fma(x2, q, c(k))
-    out = fb.value(ty, f"fdiv {p}, {q.ref}", "tanh")
+    bty = llvm_type(dt.with_lanes("bool", dt.lanes_of(dtype)))
+    out = odd_rational_f32(cg, x, dtype, _R_CLAMP, _ALPHA, _BETA, "tanh")
     ax = call_intrinsic(cg, "llvm.fabs", [x])
-    tiny = fb.value(bty, f"fcmp olt {ax}, {c(0.0004).ref}", "tiny")
+    tiny = fb.value(bty, f"fcmp olt {ax}, {const_value(0.0004, dtype).ref}", "tiny")
     out = fb.value(ty, f"select {tiny}, {x}, {out}", "tanh")
     nan = fb.value(bty, f"fcmp uno {x}, {x.ref}", "nan")
     return fb.value(ty, f"select {nan}, {x}, {out}", "tanh")
