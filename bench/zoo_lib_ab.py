@@ -16,6 +16,9 @@ swap the order in a second run.
 
     # the same libraries' kernels inside the model, by kernel group (rnn_scan, dense, ...)
     python bench/zoo_lib_ab.py kernels /tmp/ab/base,/tmp/ab/new lstm_lm [--rounds 9]
+
+A model name is a zoo name, or one of bench/auto_scheduler_models.py's models that is not in
+the zoo (effnet_blocks, mobilenet_v2: issue 28's table).
 """
 
 from __future__ import annotations
@@ -38,13 +41,30 @@ from common import (  # noqa: E402
 ensure_native_blas()
 
 
+def _model(name: str, relay: bool = True) -> tuple:
+    """(ONNX model, feeds, relay module, params) of a zoo model, else of one of
+    auto_scheduler_models' (module and params None unless ``relay``)."""
+    from tvmpy.relay.testing import compare, zoo
+
+    if name in zoo.MODELS:
+        z = zoo_model(name, relay=relay)
+        return z.model, z.feeds, z.mod, z.params
+    import auto_scheduler_models
+
+    model, feeds = auto_scheduler_models.MODELS[name]()
+    if not relay:
+        return model, feeds, None, None
+    mod, params = compare.import_onnx(model, {k: v.shape for k, v in feeds.items()})
+    return model, feeds, mod, params
+
+
 def export(out: str, models: list[str]) -> None:
     from tvmpy.relay.testing import compare
 
     os.makedirs(out, exist_ok=True)
     for name in models:
-        z = zoo_model(name)
-        lib, _ = compare.build(z.mod, z.params, opt_level=3)
+        _, _, mod, params = _model(name)
+        lib, _ = compare.build(mod, params, opt_level=3)
         lib.export_library(os.path.join(out, name + ".so"))
         print("exported", name, flush=True)
 
@@ -59,9 +79,8 @@ def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
     clock = bench_clock(threads == 1, threads)
     print(machine_description(), f"{threads} thread(s)", flush=True)
     for name in models:
-        z = zoo_model(name, relay=False)
-        feeds = z.feeds
-        ort = compare.ort_runner(z.model, threads=threads)
+        model, feeds, _, _ = _model(name, relay=False)
+        ort = compare.ort_runner(model, threads=threads)
         ref = ort(feeds)
         sides = {}
         for d in dirs:
@@ -102,13 +121,12 @@ def kernels(dirs: list[str], models: list[str], rounds: int, threads: int) -> No
 
     import tvmpy
     from tvmpy.contrib import graph_executor
-    from tvmpy.relay.testing import zoo
 
     threads = bench_threads(threads)
     clock = time.thread_time if threads == 1 else time.perf_counter
     print(machine_description(), f"{threads} thread(s)", flush=True)
     for name in models:
-        feeds = zoo.MODELS[name]("real").feeds(seed=1)
+        feeds = _model(name, relay=False)[1]
         gms = {}
         for d in dirs:
             lib = tvmpy.runtime.load_module(os.path.join(d, name + ".so"))
