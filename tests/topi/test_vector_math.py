@@ -160,6 +160,55 @@ def test_fused_activations_match_numpy():
     np.testing.assert_allclose(sp, np.logaddexp(x64, 0.0), rtol=4e-7, atol=F32_TINY)
 
 
+@pytest.mark.parametrize("target", ["llvm", "llvm -mcpu=x86-64"])
+def test_silu_as_one_division_matches_numpy(target):
+    """``x * sigmoid(x)`` and ``sigmoid(x) * x`` (either operand order, ``x`` an expression or
+    a let variable) are emitted as ``x / (1 + exp(-x))``: within 3 ulp of float64 over a wide
+    range, odd lengths (vector tails), and the product's special values: +-inf, nan, -0 for a
+    large negative ``x``, the subnormal results near ``x = -88``."""
+    x = _wide(np.random.default_rng(11), -110.0, 110.0, 1031).astype("float32")
+    x = np.concatenate([x, np.float32([-87.5, -88.7, -89.5, -103.0, -200.0, 200.0])])
+    A = te.placeholder(x.shape, "float32", name="A")
+    left = te.compute(A.shape, lambda i: A[i] * tir_op.sigmoid(A[i]), name="left")
+    right = te.compute(A.shape, lambda i: tir_op.sigmoid(A[i] + 1.0) * (A[i] + 1.0),
+                       name="right")
+    outs = run([A], [left, right], [x], target=target)
+    for got, xx in zip(outs, (x, x + np.float32(1.0))):
+        x64 = xx.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = x64 * _sigmoid(x64)  # -inf * 0 = nan, as the float32 product
+        err = _ulp_error(got, want)
+        # exp(-x) overflows float32 below x = -88.72: there the result is -0, as the product's
+        # (sigmoid(x) = 1 / inf = 0), though x * sigmoid(x) is still a normal float down to -90
+        over = x64 < -88.72
+        finite = np.isfinite(want) & (np.abs(want) >= F32_TINY) & ~over
+        assert err[finite].max() <= 3, (xx[finite][np.argmax(err[finite])], err[finite].max())
+        same = ~finite & (np.isnan(want) | np.isinf(want))
+        np.testing.assert_array_equal(got[same], want[same].astype(np.float32))
+        tiny = np.isfinite(want) & ((np.abs(want) < F32_TINY) | over)  # subnormal or -0
+        assert np.all(np.abs(got[tiny]) < F32_TINY)
+        assert np.all(np.signbit(got[over & np.isfinite(x64)]))
+
+
+def test_silu_ir_has_no_product():
+    """The SiLU product leaves no float multiplication by the sigmoid: one ``fdiv`` of ``x``
+    (the vector multiplier is what bounds a SiLU epilogue); a product by the sigmoid of
+    another value keeps its multiplication."""
+    A = te.placeholder((1027,), "float32", name="A")
+    B = te.placeholder((1027,), "float32", name="B")
+    for fn, fused in ((lambda i: A[i] * tir_op.sigmoid(A[i]), True),
+                      (lambda i: B[i] * tir_op.sigmoid(A[i]), False)):
+        C = te.compute(A.shape, fn, name="C")
+        with tvm.target.Target("llvm"):
+            s = topi.x86.schedule_injective([C])
+            ll = tvm.build(s, [A, B, C], "llvm").get_source("ll")
+        divs = [ln for ln in ll.splitlines() if " fdiv " in ln]
+        assert divs and all("<" in ln for ln in divs), divs
+        assert (" = fdiv contract <" in ll and "fdiv contract <16 x float> <float 1.0" not in ll
+                if fused else "%sigmoid" in ll), ll[-2000:]
+        assert fused == all("sigmoid" not in ln for ln in ll.splitlines() if " fmul " in ln)
+
+
 # ---- structure: the generated LLVM IR is vector code of the target's width ------------------
 
 IR_TARGETS = ["llvm", "llvm -mcpu=haswell", "llvm -mcpu=x86-64", "llvm -mcpu=skylake-avx512"]

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
+from ..ir.node import structural_equal
 from ..tir import expr as E
-from .llvm_intrinsics import call_intrinsic
+from .llvm_intrinsics import call_intrinsic, silu
 from .llvm_ir import Value, const_value, llvm_type
 
 if TYPE_CHECKING:
@@ -24,6 +25,10 @@ _ICMP_U = {E.EQ: "eq", E.NE: "ne", E.LT: "ult", E.LE: "ule", E.GT: "ugt", E.GE: 
 
 
 def binary(cg: CodeGenLLVM, e: E.BinaryOp) -> Value:
+    if type(e) is E.Mul and dt.element_of(e.dtype) == "float32":
+        x = _silu_operand(e)
+        if x is not None:
+            return silu(cg, cg.expr(x), e.dtype)
     a = cg.expr(e.a)
     b = cg.expr(e.b)
     d = dt.parse(e.a.dtype)
@@ -111,6 +116,16 @@ def _x86_min_max(cg: CodeGenLLVM, is_max: bool, a: Value, b: Value, accumulate: 
     m = fb.value(a.ty, f"freeze {m}", "frz")
     nan = fb.value(mty, f"fcmp uno {y}, {y.ref}", "isnan")
     return fb.value(a.ty, f"select {nan}, {y}, {m}", name)
+
+
+def _silu_operand(e: E.Mul) -> E.PrimExpr | None:
+    """``x`` when ``e`` is ``x * sigmoid(x)`` or ``sigmoid(x) * x`` (SiLU / swish: the fused
+    epilogue of a convolution binds ``x`` to a let variable), else None."""
+    for x, g in ((e.a, e.b), (e.b, e.a)):
+        if (isinstance(g, E.Call) and g.op == "sigmoid" and len(g.args) == 1
+                and (g.args[0] is x or structural_equal(g.args[0], x))):
+            return x
+    return None
 
 
 def _nonzero_constant(e: E.PrimExpr) -> bool:
