@@ -38,7 +38,8 @@ def build(c, hw, groups, d, skip, inline=False, both=False):
 
 
 def _build(c, hw, groups, d, skip, inline):
-    bn = 16 if c % 16 == 0 else 8
+    per_group = c if groups == c else c // groups
+    bn = next(b for b in (16, 8, 4, 2, 1) if per_group % b == 0)
     A = te.placeholder((1, c // bn, hw, hw, bn), name="A")
     B = te.placeholder((1, c // bn, 1, 1, bn), name="B")
     if groups == c:

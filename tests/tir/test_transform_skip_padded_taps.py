@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tir_pass_helpers import assert_same, expect, func, loop
 
 import tvmpy as tvm
 from tvmpy import te, tir, topi
@@ -17,8 +18,6 @@ from tvmpy.tir import stmt as S
 from tvmpy.tir.functor import post_order_visit
 from tvmpy.tir.op import if_then_else
 from tvmpy.tir.transform import skip_padded_taps_func
-
-from tir_pass_helpers import assert_same, expect, func, loop
 
 
 def _bufs(n_in=20, n_w=48):

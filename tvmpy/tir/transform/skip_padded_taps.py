@@ -121,11 +121,11 @@ def _padded(x: E.PrimExpr) -> _Padded:
         inner = _padded(x.value)
         if not isinstance(inner, tuple):
             return inner
-        conds, rebuild = inner
+        inner_conds, inner_rebuild = inner
         wrap: Callable[[E.PrimExpr], E.PrimExpr] = (
             (lambda v: E.Broadcast(v, x.lanes)) if isinstance(x, E.Broadcast)
             else (lambda v: E.Cast(x.dtype, v)))
-        return conds, lambda held: wrap(rebuild(held))
+        return inner_conds, lambda held: wrap(inner_rebuild(held))
     if isinstance(x, E.Call) and x.op == "if_then_else":
         c, a, z = x.args
         make: Callable[[E.PrimExpr], E.PrimExpr] = lambda cond: E.Call(x.dtype, "if_then_else",
