@@ -4,8 +4,9 @@ without the SkipPaddedTaps pass (``disabled_pass``), interleaved in one process,
 
     python bench/pad_taps_ab.py 1024x28x32x4,512x7x1x1 [rounds] [--inline] [--both]
 
-Shapes are CHANNELSxMAPxGROUPSxDILATION (3x3 window, padding = dilation, stride 1, as many
-output as input channels; GROUPS == CHANNELS: depthwise). Prints ms per side (min and median
+Shapes are CHANNELSxMAPxGROUPSxDILATION[xSTRIDE[xOUT_CHANNELS]] (3x3 window, padding =
+dilation; stride 1 and as many output as input channels unless given; GROUPS == CHANNELS:
+depthwise). Prints ms per side (min and median
 of the rounds) and the ratio skip / noskip of the minima and of the medians; checks both
 sides against each other. ``--inline`` adds both sides with the padding inlined where the
 default schedule reads a padded copy (``default_inline_pad`` forced true); ``--both`` adds the
@@ -28,26 +29,26 @@ from tvmpy.topi.x86 import conv2d_nchwc as cn
 nn_conv2d = sys.modules["tvmpy.topi.nn.conv2d"]
 
 
-def build(c, hw, groups, d, skip, inline=False, both=False):
+def build(c, hw, groups, d, skip, inline=False, both=False, stride=1, oc=None):
     keep_likely = nn_conv2d.PAD_LIKELY_W
     nn_conv2d.PAD_LIKELY_W = "both" if both else keep_likely
     try:
-        return _build(c, hw, groups, d, skip, inline)
+        return _build(c, hw, groups, d, skip, inline, stride, oc or c)
     finally:
         nn_conv2d.PAD_LIKELY_W = keep_likely
 
 
-def _build(c, hw, groups, d, skip, inline):
+def _build(c, hw, groups, d, skip, inline, stride, oc):
     per_group = c if groups == c else c // groups
     bn = next(b for b in (16, 8, 4, 2, 1) if per_group % b == 0)
     A = te.placeholder((1, c // bn, hw, hw, bn), name="A")
-    B = te.placeholder((1, c // bn, 1, 1, bn), name="B")
+    B = te.placeholder((1, oc // bn, 1, 1, bn), name="B")
     if groups == c:
         W = te.placeholder((c // bn, 1, 3, 3, 1, bn), name="W")
-        conv = nn.depthwise_conv2d_NCHWc(A, W, 1, d, d, f"NCHW{bn}c", f"NCHW{bn}c")
+        conv = nn.depthwise_conv2d_NCHWc(A, W, stride, d, d, f"NCHW{bn}c", f"NCHW{bn}c")
     else:
-        W = te.placeholder((c // bn, c // groups // bn, 3, 3, bn, bn), name="W")
-        conv = nn.conv2d_NCHWc(A, W, 1, d, d, f"NCHW{bn}c", f"NCHW{bn}c", groups=groups)
+        W = te.placeholder((oc // bn, c // groups // bn, 3, 3, bn, bn), name="W")
+        conv = nn.conv2d_NCHWc(A, W, stride, d, d, f"NCHW{bn}c", f"NCHW{bn}c", groups=groups)
     o = topi.nn.relu(topi.add(conv, B))
     keep = cn.default_inline_pad
     if inline:  # force the inlined padding where the default reads a padded copy
@@ -68,7 +69,9 @@ def _build(c, hw, groups, d, skip, inline):
 bench_threads(1)
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 9
 for spec in sys.argv[1].split(","):
-    c, hw, g, d = (int(v) for v in spec.split("x"))
+    c, hw, g, d, *rest = (int(v) for v in spec.split("x"))
+    stride = rest[0] if rest else 1
+    oc = rest[1] if len(rest) > 1 else c
     sides, outs = {}, {}
     variants = [("noskip", False, False, False), ("skip", True, False, False)]
     if "--inline" in sys.argv:
@@ -76,7 +79,7 @@ for spec in sys.argv[1].split(","):
     if "--both" in sys.argv:
         variants += [("skip_both", True, False, True)]
     for name, skip, inline, both in variants:
-        f, arrs = build(c, hw, g, d, skip, inline, both)
+        f, arrs = build(c, hw, g, d, skip, inline, both, stride, oc)
         f(*arrs)
         outs[name] = arrs[-1].numpy()
         sides[name] = (lambda f=f, a=arrs: f(*a))
