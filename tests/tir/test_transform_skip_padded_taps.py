@@ -80,7 +80,7 @@ def test_condition_of_the_loop_var_stays_inside_and_reversed_operands():
 
 
 @pytest.mark.parametrize("case", ["nonzero_else", "other_index", "reads_memory", "not_shared",
-                                  "plain_store"])
+                                  "plain_store", "extern_call"])
 def test_not_a_tap_or_not_shared_is_left_alone(case):
     A, W, C = _bufs()
     y, i = tir.Var("y", "int32"), tir.Var("i", "int32")
@@ -94,6 +94,8 @@ def test_not_a_tap_or_not_shared_is_left_alone(case):
         st_ = _acc(C, 0, if_then_else(A[0] > 0.5, A[i], zero), W[i])
     elif case == "not_shared":  # a tap and a plain store share no condition
         st_ = S.seq(_acc(C, 0, pad, W[i]), S.BufferStore(C, W[i], [1]))
+    elif case == "extern_call":  # skipping the tap would skip a call with a side effect
+        st_ = _acc(C, 0, pad, E.Call("float32", "call_extern", [E.StringImm("f"), W[i]]))
     else:
         st_ = S.BufferStore(C, pad * W[i], [0])
     f = func([A, W, C, y], loop(i, 5, st_))

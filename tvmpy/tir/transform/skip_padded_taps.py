@@ -89,6 +89,22 @@ def _pure(e: E.PrimExpr) -> bool:
     return ok
 
 
+_EFFECTS = ("call_extern", "call_packed", "tvm_call_packed", "call_llvm_intrin")
+
+
+def _effect_free(e: E.PrimExpr) -> bool:
+    """No call that may have a side effect (skipping the tap skips evaluating ``e``)."""
+    ok = True
+
+    def f(n: object) -> None:
+        nonlocal ok
+        if isinstance(n, E.Call) and n.op in _EFFECTS:
+            ok = False
+
+    post_order_visit(e, f)
+    return ok
+
+
 def _conjuncts(c: E.PrimExpr) -> list[E.PrimExpr]:
     """The conjuncts of ``c`` (``likely`` hints unwrapped)."""
     if isinstance(c, E.And):
@@ -152,7 +168,7 @@ def _tap(s: S.BufferStore) -> _Padded:
     """The padded factor of an accumulation ``s`` (``acc[i] = acc[i] + x * w``), rebuilt as the
     whole stored value; None when ``s`` is no tap."""
     v = s.value
-    if s.predicate is not None or not isinstance(v, E.Add):
+    if s.predicate is not None or not isinstance(v, E.Add) or not _effect_free(v):
         return None
     for acc, prod in ((v.a, v.b), (v.b, v.a)):
         if not (isinstance(acc, E.BufferLoad) and acc.buffer.data is s.buffer.data
