@@ -10,7 +10,7 @@ custom passes at the end of a phase, in the order given:
   StorageFlatten, Simplify; custom passes see flat 1-D buffers, loops as scheduled;
 - phase 2: LoopPartition, Simplify, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
   StorageRewrite, UnrollLoop; custom passes see vector IR and unrolled loops;
-- phase 3: Simplify, RemoveNoOp, LowerIntrin; custom passes see the final IR with the
+- phase 3: Simplify, SkipPaddedTaps (CPU targets), RemoveNoOp, LowerIntrin; custom passes see the final IR with the
   target's intrinsics lowered (TVM runs LowerIntrin later, in ``tvm.build``; here ``tvm.lower``
   includes it), before the lowered-form check.
 
@@ -49,6 +49,7 @@ from .transform import (
     PrimFuncPass,
     RemoveNoOp,
     Simplify,
+    SkipPaddedTaps,
     StorageFlatten,
     StorageRewrite,
     UnrollLoop,
@@ -68,7 +69,7 @@ def builtin_phases(target: Any = None) -> list[list[Pass]]:
         [LegalizeStorageDtypes(), StorageFlatten(), Simplify()],
         [LoopPartition(), Simplify(), VectorizeLoop(), InjectPrefetch(), InjectVirtualThread(),
          InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
-        [Simplify(), RemoveNoOp(), LowerIntrin(target)],
+        [Simplify(), SkipPaddedTaps(), RemoveNoOp(), LowerIntrin(target)],
     ]
 
 

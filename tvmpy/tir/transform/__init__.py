@@ -4,8 +4,8 @@ Each pass is exposed TVM-style as a factory returning a :class:`PrimFuncPass` th
 IRModule (``tvm.tir.transform.Simplify()(mod)``); its function-level form, PrimFunc ->
 PrimFunc, is ``<name>_func`` (``simplify_func(func)``). :mod:`tvmpy.tir.pipeline` runs them in
 TVM's order: LegalizeStorageDtypes, StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
-InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp,
-LowerIntrin. For GPU targets (:func:`tvmpy.tir.pipeline.gpu_phases`) LowerThreadAllreduce,
+InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, SkipPaddedTaps
+(CPU targets), RemoveNoOp, LowerIntrin. For GPU targets (:func:`tvmpy.tir.pipeline.gpu_phases`) LowerThreadAllreduce,
 UnifyThreadBinding, ThreadSync and LowerWarpMemory join them, and SplitHostDevice makes the host
 function and the device kernels. Every pass module states what it does, when it is valid, and a
 short before/after example; ``common.py`` holds the helpers they share and ``function_pass.py``
@@ -23,6 +23,7 @@ from .lower_intrin import LowerIntrin, lower_intrin_func, register_intrin_rule
 from .lower_warp_memory import LowerWarpMemory, lower_warp_memory_func
 from .remove_no_op import RemoveNoOp, remove_no_op_func
 from .simplify import Simplify, simplify_func
+from .skip_padded_taps import SkipPaddedTaps, skip_padded_taps_func
 from .split_host_device import SplitHostDevice, split_host_device
 from .storage_flatten import StorageFlatten, storage_flatten_func
 from .storage_rewrite import StorageRewrite, storage_rewrite_func
@@ -42,10 +43,11 @@ __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "Inje
            "UnifyThreadBinding", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
            "unify_thread_binding_func", "thread_sync_func", "lower_thread_allreduce_func",
            "split_host_device", "LegalizeStorageDtypes", "legalize_storage_dtypes_func",
-           "LowerWarpMemory", "lower_warp_memory_func"]
+           "LowerWarpMemory", "lower_warp_memory_func", "SkipPaddedTaps",
+           "skip_padded_taps_func"]
 
 for _factory in (StorageFlatten, Simplify, LoopPartition, VectorizeLoop, InjectVirtualThread,
                  InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin,
                  UnifyThreadBinding, ThreadSync, LowerThreadAllreduce, SplitHostDevice,
-                 LegalizeStorageDtypes, LowerWarpMemory):
+                 LegalizeStorageDtypes, LowerWarpMemory, SkipPaddedTaps):
     register_pass(_factory.__name__, _factory)  # so that a pass may require them by name
