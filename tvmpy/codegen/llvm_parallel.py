@@ -16,7 +16,9 @@ is done by the others). Each thread so touches the same part of every loop's dat
 the part its cache holds from the kernels before (see :func:`_emit_schedule`). For each chunk it
 calls ``f_parN_impl(captured..., begin, end)``, a ``noinline`` function whose buffer parameters
 keep ``noalias``/``align`` (and ``begin``/``end`` a ``range``), so the loop body is optimized as
-well as in the caller. Parallel loops nested in a parallel body run serially.
+well as in the caller. Parallel loops nested in a parallel body run serially. A serial loop
+whose whole body is one parallel loop (a recurrence's time loop around its step's jobs) is one
+launch whose threads wait for each other between steps (:func:`emit_stepped_parallel_for`).
 
 The runtime (config ``PARALLEL_RUNTIME``, else env ``TVMPY_PARALLEL_RUNTIME``, read when code is
 generated):
