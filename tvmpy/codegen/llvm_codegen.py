@@ -60,6 +60,10 @@ __all__ = ["CodeGenLLVM", "CodegenError"]
 STACK_LIMIT_BYTES = 64 * 1024
 HEAP_ALIGN = 64
 SMALL_TILE_BYTES = 2048
+#: a serial loop whose whole body is one parallel loop (a recurrence's time loop around its
+#: step's jobs) runs as one parallel launch with a wait between steps
+#: (llvm_parallel.emit_stepped_parallel_for) instead of one launch a step; False: a launch a step
+STEPPED_PARALLEL = True
 """Local buffers up to this size read with strided vectors at constant offsets are built from
 scalar loads (see ``CodeGenLLVM._tile_load``), which LLVM turns into register shuffles."""
 
@@ -442,6 +446,14 @@ class CodeGenLLVM(ChainFunctor):
 
             emit_parallel_for(self, s)
             return
+        if kind == S.ForKind.SERIAL and not self.ctx.in_parallel and self.threads \
+                and STEPPED_PARALLEL:
+            from .llvm_parallel import emit_stepped_parallel_for, stepped_inner
+
+            inner = stepped_inner(s)
+            if inner is not None:
+                emit_stepped_parallel_for(self, s, inner)
+                return
         if kind == S.ForKind.THREAD_BINDING:
             raise CodegenError(f"LLVM CPU codegen cannot compile a thread-bound loop over "
                                f"{s.loop_var.name}; use a GPU target or remove the bind()")
