@@ -18,6 +18,13 @@ turn it on for a temporary folder (``tests/relay/test_kernel_cache.py``). Kernel
 the test process (``TVMPY_BUILD_WORKERS=1``), the worker pool's own tests excepted; both are
 ``setdefault``, so a run can opt in from its environment.
 
+CI runs the suite in two pytest-xdist workers (``-n 2 --dist loadfile``: .ci/run, the README's
+test command): each test file runs whole in one worker, so its module- and session-scoped builds
+are made once, and each worker compiles in its own process, so the two keep both cores busy. What
+keeps tests apart across workers: servers and trackers bind port 0, temporary files go under
+``tmp_path`` (one base folder per worker), the kernel cache is off, and the leak checks
+(tests/rpc) count only the worker's own child processes. A plain ``pytest`` runs serially.
+
 ``default_recursion_limit``: the tests of the explicit-stack traversals (ir.functor) use it, so
 they hold under Python's default recursion limit however far an earlier relay build in the same
 process raised it (FuseOps gives lowering room for its deepest group:
