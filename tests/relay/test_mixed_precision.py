@@ -253,9 +253,10 @@ def test_default_lists_name_registered_operators():
         assert name in _REGISTRY, name
         assert _REGISTRY[name].attrs.get(MIXED_PRECISION_CONVERSION) is not None, name
     assert not mpx._PENDING
-    # every operator has one (cast: the pass itself handles the model's casts)
+    # every operator has one (cast: the pass itself handles the model's casts; "test." ones
+    # are registered by other tests of the same process, as in the other registry-wide tests)
     assert [n for n in _REGISTRY if _REGISTRY[n].attrs.get(MIXED_PRECISION_CONVERSION) is None
-            and n != "cast"] == []
+            and n != "cast" and not n.startswith("test.")] == []
 
 
 # ---- numerics on small graphs -------------------------------------------------------------------
