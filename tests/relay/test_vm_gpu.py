@@ -172,8 +172,11 @@ def _check_onnx(m, kind, dims_list, tmp_path):
 
 @pytest.mark.parametrize("kind", sorted(TARGETS))
 def test_dynamic_batch_resnet18_matches_onnxruntime(kind, tmp_path):
+    # batch 1, a larger odd one, then a smaller one (device storage grown, then reused): the
+    # CUDA C runs host-emulated at ~26 s an image, so batch 8 took 930 s of CI (session 9);
+    # the kernels' batch handling at more sizes is tests/relay/test_gpu_conv_symbolic_batch.py's
     m = onnx_models.resnet18(batch="N", image=32, classes=10)
-    _check_onnx(m, kind, [{"N": 1}, {"N": 3}, {"N": 8}], tmp_path)
+    _check_onnx(m, kind, [{"N": 1}, {"N": 3}, {"N": 2}], tmp_path)
 
 
 @pytest.mark.parametrize("kind", sorted(TARGETS))
