@@ -104,6 +104,20 @@ def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
         print(f"{name:16s} load {os.getloadavg()[0]:.1f}  {cols} | {ratios}", flush=True)
 
 
+def loaded_graph(d: str, name: str, feeds: dict) -> object:
+    """The exported library ``d/name.so`` as a graph-executor module with ``feeds`` set and
+    run once (its kernels loaded and warm); its ``_calls`` are the nodes in graph order."""
+    import tvmpy
+    from tvmpy.contrib import graph_executor
+
+    lib = tvmpy.runtime.load_module(os.path.join(d, name + ".so"))
+    gm = graph_executor.GraphModule(lib["default"](tvmpy.cpu())).module
+    for k, v in feeds.items():
+        gm.set_input(k, v)
+    gm.run()
+    return gm
+
+
 def _kind(func_name: str) -> str:
     """A kernel's group in ``kernels``' table: the op that names it (rnn_scan, dense, conv2d,
     ...), else "other"."""
@@ -119,22 +133,13 @@ def kernels(dirs: list[str], models: list[str], rounds: int, threads: int) -> No
     the median of the per-round sums [min-max]. At 1 thread the thread's CPU time."""
     import time
 
-    import tvmpy
-    from tvmpy.contrib import graph_executor
 
     threads = bench_threads(threads)
     clock = time.thread_time if threads == 1 else time.perf_counter
     print(machine_description(), f"{threads} thread(s)", flush=True)
     for name in models:
         feeds = _model(name, relay=False)[1]
-        gms = {}
-        for d in dirs:
-            lib = tvmpy.runtime.load_module(os.path.join(d, name + ".so"))
-            gm = graph_executor.GraphModule(lib["default"](tvmpy.cpu())).module
-            for k, v in feeds.items():
-                gm.set_input(k, v)
-            gm.run()
-            gms[os.path.basename(d.rstrip("/"))] = gm
+        gms = {os.path.basename(d.rstrip("/")): loaded_graph(d, name, feeds) for d in dirs}
         sums: dict[str, dict[str, list[float]]] = {k: {} for k in gms}
         for _ in range(rounds):
             for side, gm in gms.items():

@@ -17,15 +17,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import bench_threads, ensure_native_blas  # noqa: E402
+from zoo_lib_ab import _model, loaded_graph  # noqa: E402
 
 ensure_native_blas()
 
 
 def main() -> None:
-    import tvmpy
-    from tvmpy.contrib import graph_executor
-    from tvmpy.relay.testing import zoo
-
     bench_threads(1)
     dirs = sys.argv[1].split(",")
     name = sys.argv[2]
@@ -33,15 +30,8 @@ def main() -> None:
     top = int(sys.argv[4]) if len(sys.argv) > 4 else 25
     if len(dirs) != 2:
         raise SystemExit("give two library folders, A,B")
-    feeds = zoo.MODELS[name]("real").feeds(seed=1)
-    gms = {}
-    for d in dirs:
-        lib = tvmpy.runtime.load_module(os.path.join(d, name + ".so"))
-        gm = graph_executor.GraphModule(lib["default"](tvmpy.cpu())).module
-        for k, v in feeds.items():
-            gm.set_input(k, v)
-        gm.run()
-        gms[d] = gm
+    feeds = _model(name, relay=False)[1]
+    gms = {d: loaded_graph(d, name, feeds) for d in dirs}
     times: dict[str, list[list[float]]] = {d: [[] for _ in gms[d]._calls] for d in dirs}  # noqa: SLF001
     for r in range(rounds):
         for d in (dirs if r % 2 == 0 else dirs[::-1]):

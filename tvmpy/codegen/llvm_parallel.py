@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..ir import dtype as dt
@@ -131,8 +131,6 @@ def _range_attr(loop: S.For, lty: str, end: int) -> str:
 
 
 def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
-    from .llvm_codegen import _FnCtx, _ident
-
     parent = cg.ctx
     fb = parent.fb
     var = loop.loop_var
@@ -163,8 +161,23 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
         shards = fb.alloca(f"[{MAX_SHARDS * SHARD_BYTES} x i8]", SHARD_BYTES, "par_shards")
         fb._par_shards = shards  # type: ignore[attr-defined]
     gomp = parallel_runtime() == "gomp"
-    # the shard count, decided here and passed on (the threads split the loop the same way
-    # whatever team they form): min(threads, MAX_SHARDS), their counters zeroed
+    nshards = _zeroed_shards(cg, fb, shards, gomp)
+    _launch(cg, fb, closure, sty, cap_vals + [lo, ext, flag, shards, nshards], wname, flag,
+            gomp)
+
+    # ---- implementation: the serial loop over [begin, end) with noalias buffer params -----
+    _outline(cg, iname, captured, cap_vals, [], var, loop)
+
+    # ---- per-thread wrapper ---------------------------------------------------------------
+    wfb, loaded = _wrapper(cg, wname, sty, fields)
+    w_lo, w_ext, w_flag, w_shards, w_ns = loaded[-5:]
+    _emit_schedule(cg, wfb, iname, loaded[:-5], w_lo, w_ext, w_flag, w_shards, w_ns, lty,
+                   dt.is_int(var.dtype), gomp)
+
+
+def _zeroed_shards(cg: CodeGenLLVM, fb: FunctionBuilder, shards: Value, gomp: bool) -> Value:
+    """The shard count, decided by the caller and passed on (the threads split the loop the
+    same way whatever team they form): min(threads, MAX_SHARDS), their counters zeroed."""
     team_fn = "omp_get_max_threads" if gomp else "tvmpy_parallel_num_threads"
     cg.mb.declare(team_fn, "i32", [])
     cg.mb.declare("llvm.umin.i32", "i32", ["i32", "i32"])
@@ -175,7 +188,13 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     nbytes = fb.value("i64", f"mul i64 {nbytes.ref}, {SHARD_BYTES}", "shard_bytes")
     fb.emit(f"call void @llvm.memset.p0.i64(ptr align {SHARD_BYTES} {shards.ref}, i8 0, "
             f"{nbytes}, i1 false)")
-    for k, val in enumerate(cap_vals + [lo, ext, flag, shards, nshards]):
+    return nshards
+
+
+def _launch(cg: CodeGenLLVM, fb: FunctionBuilder, closure: Value, sty: str, vals: list[Value],
+            wname: str, flag: Value, gomp: bool) -> None:
+    """Store ``vals`` into the closure, run ``wname`` on the team, fail if a job failed."""
+    for k, val in enumerate(vals):
         p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}",
                      "cl")
         fb.emit(f"store {val}, ptr {p.ref}")
@@ -189,13 +208,23 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     ok = fb.value("i1", f"icmp eq {err}, 0", "par_ok")
     cg._check_or_fail(ok, None)
 
-    # ---- implementation: the serial loop over [begin, end) with noalias buffer params -----
+
+def _outline(cg: CodeGenLLVM, iname: str, captured: list, cap_vals: list[Value],
+             leading: list[tuple[Any, str, str]], var: Any, loop: S.For) -> None:
+    """The outlined body ``iname(captured..., leading..., begin, end)``: the serial loop of
+    ``loop``'s body over ``[begin, end)``, buffer params noalias as in the caller; ``leading``
+    are (variable, LLVM type, param name) bound before the job bounds (a step index)."""
+    from .llvm_codegen import _FnCtx, _ident
+
+    parent = cg.ctx
+    lty = llvm_type(var.dtype)
     iparams = []
     for k, (v, val) in enumerate(zip(captured, cap_vals)):
         attrs = ""
         if val.ty == "ptr" and id(v) in parent.noalias:
             attrs = f"noalias nocapture align {parent.align.get(id(v), 1)}"
         iparams.append((val.ty, attrs, f"%{_ident(v.name)}.c{k}"))
+    iparams += [(ty, "", name) for _, ty, name in leading]
     iparams += [(lty, _range_attr(loop, lty, 0), "%begin"),
                 (lty, _range_attr(loop, lty, 1), "%end")]
     ifb = FunctionBuilder(iname, "i32", iparams, cg.outlined_attrs, linkage="internal")
@@ -208,6 +237,8 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
         if id(v) in parent.noalias:
             ictx.noalias.add(id(v))
             ictx.align[id(v)] = parent.align.get(id(v), 1)
+    for v, ty, name in leading:
+        ictx.syms[id(v)] = Value(ty, name)
     saved_ctx, saved_depth = cg.ctx, cg._index_depth
     cg.ctx, cg._index_depth = ictx, 0
     try:
@@ -219,7 +250,10 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     finally:
         cg.ctx, cg._index_depth = saved_ctx, saved_depth
 
-    # ---- per-thread wrapper ---------------------------------------------------------------
+
+def _wrapper(cg: CodeGenLLVM, wname: str, sty: str,
+             fields: list[str]) -> tuple[FunctionBuilder, list[Value]]:
+    """The per-thread wrapper ``wname(closure)`` and the closure's fields loaded in it."""
     wfb = FunctionBuilder(wname, "void", [("ptr", "", "%closure")], cg.fn_attrs,
                           linkage="internal")
     cg.mb.functions.append(wfb)
@@ -227,9 +261,7 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     for k, ty in enumerate(fields):
         p = wfb.value("ptr", f"getelementptr inbounds {sty}, ptr %closure, i32 0, i32 {k}", "cl")
         loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
-    w_lo, w_ext, w_flag, w_shards, w_ns = loaded[-5:]
-    _emit_schedule(cg, wfb, iname, loaded[:-5], w_lo, w_ext, w_flag, w_shards, w_ns, lty,
-                   dt.is_int(var.dtype), gomp)
+    return wfb, loaded
 
 
 def _emit_schedule(cg: CodeGenLLVM, wfb: FunctionBuilder, iname: str, captured: list[Value],
@@ -369,8 +401,6 @@ def emit_stepped_parallel_for(cg: CodeGenLLVM, loop: S.For, inner: S.For) -> Non
     up (the pool's rule). A failing body sets the error flag, which the waits watch. A team of
     one runs the steps in order, one call each. On the 2-vCPU Zen 4 (KVM) a launch a step cost
     1.5-3 us of a 7-8 us LSTM step at two threads (bench/RESULTS.md, session 9)."""
-    from .llvm_codegen import _FnCtx, _ident
-
     parent = cg.ctx
     fb = parent.fb
     ovar, var = loop.loop_var, inner.loop_var
@@ -406,70 +436,19 @@ def emit_stepped_parallel_for(cg: CodeGenLLVM, loop: S.For, inner: S.For) -> Non
     done = fb.alloca(f"[{SHARD_BYTES} x i8]", SHARD_BYTES, "step_done")
     fb.emit(f"store i64 0, ptr {done.ref}, align 8")
     gomp = parallel_runtime() == "gomp"
-    team_fn = "omp_get_max_threads" if gomp else "tvmpy_parallel_num_threads"
-    cg.mb.declare(team_fn, "i32", [])
-    cg.mb.declare("llvm.umin.i32", "i32", ["i32", "i32"])
-    cg.mb.declare("llvm.memset.p0.i64", "void", ["ptr", "i8", "i64", "i1"])
-    team = fb.value("i32", f"call i32 @{team_fn}()", "team")
-    nshards = fb.value("i32", f"call i32 @llvm.umin.i32({team}, i32 {MAX_SHARDS})", "nshards")
-    nbytes = fb.value("i64", f"zext {nshards} to i64", "nshards")
-    nbytes = fb.value("i64", f"mul i64 {nbytes.ref}, {SHARD_BYTES}", "shard_bytes")
-    fb.emit(f"call void @llvm.memset.p0.i64(ptr align {SHARD_BYTES} {shards.ref}, i8 0, "
-            f"{nbytes}, i1 false)")
-    for k, val in enumerate(cap_vals + [lo64, ext64, slo64, sext64, flag, shards, nshards, done]):
-        p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}",
-                     "cl")
-        fb.emit(f"store {val}, ptr {p.ref}")
-    if gomp:
-        cg.mb.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"])
-        fb.emit(f"call void @GOMP_parallel(ptr @{wname}, ptr {closure.ref}, i32 0, i32 0)")
-    else:
-        cg.mb.declare("tvmpy_parallel_run", "void", ["ptr", "ptr"])
-        fb.emit(f"call void @tvmpy_parallel_run(ptr @{wname}, ptr {closure.ref})")
-    err = fb.value("i32", f"load i32, ptr {flag.ref}, align 4", "par_err_v")
-    ok = fb.value("i1", f"icmp eq {err}, 0", "par_ok")
-    cg._check_or_fail(ok, None)
+    nshards = _zeroed_shards(cg, fb, shards, gomp)
+    _launch(cg, fb, closure, sty,
+            cap_vals + [lo64, ext64, slo64, sext64, flag, shards, nshards, done], wname, flag,
+            gomp)
 
     # ---- implementation: one step's jobs [begin, end) -----------------------------------------
-    iparams = []
-    for k, (v, val) in enumerate(zip(captured, cap_vals)):
-        attrs = ""
-        if val.ty == "ptr" and id(v) in parent.noalias:
-            attrs = f"noalias nocapture align {parent.align.get(id(v), 1)}"
-        iparams.append((val.ty, attrs, f"%{_ident(v.name)}.c{k}"))
-    iparams += [(oty, "", "%step"), (lty, _range_attr(inner, lty, 0), "%begin"),
-                (lty, _range_attr(inner, lty, 1), "%end")]
-    ifb = FunctionBuilder(iname, "i32", iparams, cg.outlined_attrs, linkage="internal")
-    cg.mb.functions.append(ifb)
-    ictx = _FnCtx(ifb, in_parallel=True)
-    for k, v in enumerate(captured):
-        ictx.syms[id(v)] = Value(cap_vals[k].ty, iparams[k][2])
-        if id(v) in parent.mod_env:
-            ictx.mod_env[id(v)] = parent.mod_env[id(v)]
-        if id(v) in parent.noalias:
-            ictx.noalias.add(id(v))
-            ictx.align[id(v)] = parent.align.get(id(v), 1)
-    ictx.syms[id(ovar)] = Value(oty, "%step")
-    saved_ctx, saved_depth = cg.ctx, cg._index_depth
-    cg.ctx, cg._index_depth = ictx, 0
-    try:
-        count = ifb.value(lty, f"sub nsw {lty} %end, %begin", "count")
-        cg.serial_loop(var, Value(lty, "%begin"), count, inner.body,
-                       unroll=inner.kind == S.ForKind.UNROLLED)
-        if not ifb.terminated:
-            ifb.terminate("ret i32 0")
-    finally:
-        cg.ctx, cg._index_depth = saved_ctx, saved_depth
+    _outline(cg, iname, captured, cap_vals, [(ovar, oty, "%step")], var, inner)
 
     # ---- per-thread wrapper ---------------------------------------------------------------
-    wfb = FunctionBuilder(wname, "void", [("ptr", "", "%closure")], cg.fn_attrs,
-                          linkage="internal")
-    cg.mb.functions.append(wfb)
-    loaded = []
-    for k, ty in enumerate(fields):
-        p = wfb.value("ptr", f"getelementptr inbounds {sty}, ptr %closure, i32 0, i32 {k}", "cl")
-        loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
-    _emit_stepped_schedule(cg, wfb, iname, loaded[:-8], *loaded[-8:], lty, oty, gomp)
+    wfb, loaded = _wrapper(cg, wname, sty, fields)
+    w_lo, w_ext, w_slo, w_steps, w_flag, w_shards, w_ns, w_done = loaded[-8:]
+    _emit_stepped_schedule(cg, wfb, iname, loaded[:-8], w_lo, w_ext, w_slo, w_steps, w_flag,
+                           w_shards, w_ns, w_done, lty, oty, gomp)
 
 
 def _emit_stepped_schedule(cg: CodeGenLLVM, wfb: FunctionBuilder, iname: str,
