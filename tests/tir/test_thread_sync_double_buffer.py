@@ -73,3 +73,40 @@ def test_access_ptr_counts_by_mask_and_scope():
     assert _accesses(ptr(sh, 3), "shared", scoped) == ({id(sh)}, {id(sh)})
     assert _accesses(ptr(gl, 3), "shared", scoped) == (set(), set())
     assert _accesses(ptr(gl, 1), "shared") == ({id(gl)}, set())  # no scope set: every pointer
+
+
+def _staged_sum(threads):
+    """C[i] = sum over r of A[r, i], A staged through shared memory per chunk of r, with
+    ``threads`` threads per block (1: every threadIdx extent is 1)."""
+    n, k = 12, 40
+    a = te.placeholder((k, n), name="A")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((n,), lambda i: te.sum(a[r, i], axis=r), name="C")
+    s = te.create_schedule(c.op)
+    aa = s.cache_read(a, "shared", [c])
+    cl = s.cache_write(c, "local")
+    bo, bi = s[c].split(c.op.axis[0], factor=threads)
+    s[c].bind(bo, te.thread_axis("blockIdx.x"))
+    s[c].bind(bi, te.thread_axis("threadIdx.x"))
+    s[cl].compute_at(s[c], bi)
+    ko, _ = s[cl].split(cl.op.reduce_axis[0], factor=8)
+    s[aa].compute_at(s[cl], ko)
+    return s, [a, c]
+
+
+def test_one_thread_blocks_get_no_barrier_and_stay_right():
+    """A block of one thread needs no barrier (nothing to order): none is inserted, while a
+    block of four threads gets them; both equal numpy on the OpenCL device (PoCL 3.1's
+    work-group compiler aborted the process on a one-thread kernel with barriers in a loop)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (40, 12)).astype("float32")
+    dev = tvm.opencl(0)
+    assert dev.exist, "no OpenCL device (install pyopencl + pocl-opencl-icd)"
+    for threads, barriers in ((1, False), (4, True)):
+        s, args = _staged_sum(threads)
+        text = str(tvm.lower(s, args, target="opencl"))
+        assert ("tvm_storage_sync" in text) == barriers, text
+        f = tvm.build(s, args, target="opencl")
+        out = tvm.nd.empty((12,), "float32", dev)
+        f(tvm.nd.array(x, dev), out)
+        np.testing.assert_allclose(out.numpy(), x.sum(0), rtol=1e-5, atol=1e-5)

@@ -34,7 +34,8 @@ beyond 6 always clamps and NaN encodes as a zero of the opposite sign, as ml_dty
 
 float8_e8m0fnu (OCP MX scales) is an exponent alone: code c is 2**(c - 127), 255 is NaN; no
 sign, no zero. Its :func:`encode` is ml_dtypes' conversion: the nearest power of two with a
-mantissa of 1.5 rounding up (below 2**-126: up only above 2**-127), and zero, negative, inf,
+mantissa of 1.5 rounding up (below 2**-126 too: 1.5 * 2**-127 and above give 2**-126, anything
+smaller the smallest code, 2**-127; ml_dtypes >= 0.7 does the same), and zero, negative, inf,
 NaN or beyond 2**127 giving NaN. (ONNX Cast's own rounding modes for it are built from
 float operations by the ONNX importer.)
 """
@@ -169,7 +170,8 @@ def encode(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
 def _encode_e8m0(u: E.PrimExpr) -> E.PrimExpr:
     ue = u >> _c(23, u)  # the sign too: negative values give >= 256, hence NaN below
     frac = u & _c(0x7FFFFF, u)
-    up = E.Select(ue == _c(0, u), frac > _c(0x400000, u), frac >= _c(0x400000, u))
+    # a subnormal float32 is frac * 2**-149: 2**-127 is frac 0x400000, 1.5 * 2**-127 is 0x600000
+    up = E.Select(ue == _c(0, u), frac >= _c(0x600000, u), frac >= _c(0x400000, u))
     code = E.Select(ue == _c(0, u), _c(0, u), ue) + E.cast(up, u.dtype)
     bad = (u == _c(0, u)) | (code >= _c(255, u))  # +0, -0 (ue 256), negative, inf/NaN, overflow
     return E.Select(bad, _c(255, u), code)

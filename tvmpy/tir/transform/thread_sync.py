@@ -19,7 +19,10 @@ What it does
 When valid
     GPU kernels after UnifyThreadBinding (each thread tag bound once at the kernel's top, so
     every thread reaches every barrier); only the "shared" scope is supported. It adds
-    barriers and removes none: a kernel that needs none is unchanged.
+    barriers and removes none: a kernel that needs none is unchanged. A kernel whose block
+    is one thread (every threadIdx extent 1, or none bound) gets none: nothing to order, and
+    PoCL 3.1's work-group compiler aborted the process on such a kernel with barriers in a
+    loop (an assertion in ParallelRegion, depending on the heap layout).
 
 Example
     before:  A_shared[tx] = A[bx * 64 + tx]
@@ -290,8 +293,16 @@ def thread_sync_func(func: PrimFunc, scope: str = "shared") -> PrimFunc:
 
     def kernel(k: S.AttrStmt) -> S.Stmt:
         tvars: set[int] = set()
-        post_order_visit(k, lambda n: tvars.add(id(n.node.var)) if is_thread_extent(n) and
-                         thread_tag(n).startswith("threadIdx") else None)
+        extents: list[Any] = []
+
+        def thread_var(n: Any) -> None:
+            if is_thread_extent(n) and thread_tag(n).startswith("threadIdx"):
+                tvars.add(id(n.node.var))
+                extents.append(E.const_value(n.value))
+
+        post_order_visit(k, thread_var)
+        if all(e == 1 for e in extents):  # one thread per block: no barrier orders anything
+            return k
         node: Any = k
         heads = []
         while is_thread_extent(node) or isinstance(node, S.Allocate):
