@@ -384,7 +384,10 @@ def test_batch_matmul_pack_chosen_for_many_rows():
     a = relay.var("a", shape=(2, 20, 13))
     b = relay.const(rng.uniform(-1, 1, size=(2, 9, 13)).astype("float32"))
     outs = check_call(relay.nn.batch_matmul(a, b), rtol=1e-4, atol=1e-4)
-    assert outs[0].op.tag == "batch_matmul_pack"
+    out = outs[0]
+    if out.op.tag == "injective":  # N = 9 padded to whole panels of the host's width: the crop
+        out = out.op.input_tensors[0]
+    assert out.op.tag == "batch_matmul_pack"
     few = check_call(relay.nn.batch_matmul(relay.var("c", shape=(2, 3, 13)), b), rtol=1e-4,
                      atol=1e-4)
     assert few[0].op.tag == "batch_matmul"

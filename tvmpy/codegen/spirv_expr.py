@@ -386,6 +386,8 @@ class ExprEmitter:
             return self.op(Op.IsNan if op == "isnan" else Op.IsInf, "bool", x)
         if not dt.is_float(elem):
             raise self.error(f"{op} of {elem} (float math needs float arguments)")
+        if op in ("round", "nearbyint") and elem == "float64":
+            return self._round_even_f64(xs[0])
         if op in _MATH_DIRECT:
             return self.ext(_MATH_DIRECT[op], elem, *xs)
         x = xs[0]
@@ -412,6 +414,22 @@ class ExprEmitter:
         if op == "erf":
             return self._erf(x, elem)
         raise self.error(f"the math function {op}")
+
+    def _round_even_f64(self, x: Value) -> Value:
+        """Round half to even of a float64 from floor: lavapipe's float64 RoundEven rounded
+        ties toward zero on an AVX2 host (1.5 -> 1). ``x - floor(x)`` is exact; NaN and inf
+        pass through the final select unchanged."""
+        e = "float64"
+        c = lambda v: self.const(e, v)  # noqa: E731
+        r = self.ext("floor", e, x)
+        d = self.op(Op.FSub, e, x, r)
+        half = self.ext("floor", e, self.op(Op.FMul, e, r, c(0.5)))
+        odd = self.op(Op.FOrdNotEqual, "bool", self.op(Op.FMul, e, half, c(2.0)), r)
+        up = self.op(Op.LogicalOr, "bool", self.op(Op.FOrdGreaterThan, "bool", d, c(0.5)),
+                     self.op(Op.LogicalAnd, "bool", self.op(Op.FOrdEqual, "bool", d, c(0.5)), odd))
+        rounded = self.op(Op.Select, e, up, self.op(Op.FAdd, e, r, c(1.0)), r)
+        finite = self.op(Op.FOrdLessThan, "bool", self.ext("fabs", e, x), c(4503599627370496.0))
+        return self.op(Op.Select, e, finite, rounded, x)  # beyond 2**52 every float is whole
 
     def _erf(self, x: Value, elem: str) -> Value:
         """Abramowitz & Stegun 7.1.26: erf(|x|) = 1 - (a1 t + ... + a5 t^5) exp(-x^2)."""
