@@ -283,12 +283,20 @@ def _small_bert():
     return bert.get_workload(num_layers=1, hidden=64, heads=2, seq_len=32)[:2]
 
 
+def _packed(k, n):
+    """The prepacked weight shape ``[N/nr, K, nr]`` of an N x K dense on the host (nr: two
+    vectors, 32 floats with AVX-512, 16 with AVX2)."""
+    with tvm.target.Target("llvm"):
+        nr = D.panel_width(n)
+    return (n // nr, k, nr)
+
+
 def test_extract_from_program_bert():
     mod, params = _small_bert()
     dense = [
-        ("contrib_dense_pack.x86", ((32, 64), (2, 64, 32))),
-        ("contrib_dense_pack.x86", ((32, 64), (8, 64, 32))),
-        ("contrib_dense_pack.x86", ((32, 256), (2, 256, 32))),
+        ("contrib_dense_pack.x86", ((32, 64), _packed(64, 64))),
+        ("contrib_dense_pack.x86", ((32, 64), _packed(64, 256))),
+        ("contrib_dense_pack.x86", ((32, 256), _packed(256, 64))),
     ]
     # q/k/v and the output projection share one workload (64 -> 64), the feed-forward two
     # more. Extraction lowers at opt_level 3 (as TVM's), so the dense layers are the
@@ -379,9 +387,9 @@ def test_extract_from_onnx_bert_at_opt_level_3():
 
     mod, params = relay.frontend.from_onnx(onnx_models.bert_encoder(layers=1, seq=32))
     dense = [
-        ("contrib_dense_pack.x86", ((32, 256), (8, 256, 32))),
-        ("contrib_dense_pack.x86", ((32, 256), (32, 256, 32))),
-        ("contrib_dense_pack.x86", ((32, 1024), (8, 1024, 32))),
+        ("contrib_dense_pack.x86", ((32, 256), _packed(256, 256))),
+        ("contrib_dense_pack.x86", ((32, 256), _packed(256, 1024))),
+        ("contrib_dense_pack.x86", ((32, 1024), _packed(1024, 256))),
     ]
     with tvm.transform.PassContext(opt_level=3):
         tasks = autotvm.task.extract_from_program(mod, params, "llvm")

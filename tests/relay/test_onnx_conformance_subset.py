@@ -132,11 +132,22 @@ def _data(case):
             for ts in case.data_sets[0]]
 
 
+# float -> fixed-point Cast beyond the target's range is undefined in ONNX ("fixed point:
+# undefined if OOR"): the case's data hold such inputs, whose expected values follow the
+# installed ml_dtypes (0 from 0.7 on, wrapped before); those elements are not compared
+_UNDEFINED_OUT_OF_RANGE = {"test_cast_FLOAT_to_INT4": (-8, 7)}
+
+
 def _run(case, executor, **kwargs):
     rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor, **kwargs)
     inputs, ref = _data(case)
     with np.errstate(all="ignore"):
         out = list(rep.run(inputs))
+    if case.name in _UNDEFINED_OUT_OF_RANGE:
+        lo, hi = _UNDEFINED_OUT_OF_RANGE[case.name]
+        beyond = (inputs[0] < lo) | (inputs[0] >= hi + 1)
+        assert beyond.any() and not beyond.all()  # both kinds of element are in the data
+        out[0] = np.where(beyond, ref[0], np.asarray(out[0]).astype(ref[0].dtype))
     Runner.assert_similar_outputs(ref, out, rtol=case.rtol, atol=case.atol)
     return rep
 
