@@ -16,6 +16,7 @@ from tvmpy.contrib import graph_executor
 from tvmpy.relay import transform
 from tvmpy.relay.op.strategy.x86_alter_op import (
     POINTWISE_MIN_PIXELS,
+    block_lanes,
     conv_padding,
     padded_block,
     vector_block,
@@ -25,6 +26,7 @@ from tvmpy.topi.testing import conv2d_nchw_python
 from tvmpy.topi.x86.conv2d_nchwc import MAX_OW_TILE, default_ow_tile, schedule_conv2d_NCHWc
 
 WINO = "nn.contrib_conv2d_winograd_nchwc"
+LANES = block_lanes(tvm.target.Target("llvm"))  # the host's block: 16 with AVX-512, 8 AVX2
 DIRECT = "nn.contrib_conv2d_NCHWc"
 
 
@@ -110,8 +112,8 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     pointwise = k == 1 and stride == 1 and hw * hw >= POINTWISE_MIN_PIXELS
     assert count_ops(new["main"], "nn.matmul") == (1 if pointwise else 0)
     # the padded output channels are cropped in NCHW
-    bn = vector_block(oc, conv2d_infer_layout(ic, oc)[1], 16)
-    padded = padded_block(oc, bn, 16, ic * k * k)[1] != oc and not pointwise
+    bn = vector_block(oc, conv2d_infer_layout(ic, oc, LANES)[1], LANES)
+    padded = padded_block(oc, bn, LANES, ic * k * k)[1] != oc and not pointwise
     assert count_ops(new["main"], "strided_slice") == (1 if padded else 0)
     got = _build_run(mod, {"x": x}, winograd=4 if wino else False)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
@@ -120,13 +122,13 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
 def test_padded_conv_output_channels_and_crop():
     mod, _, _, _ = _conv_model(24, 57, 13, 3, 1)
     call = transform.InferType()(mod)["main"].body.args[0].args[0]
-    assert conv_padding(call, tvm.target.Target("llvm")) == (8, 16, 64)  # 24: block 8
+    assert conv_padding(call, tvm.target.Target("llvm")) == (8, LANES, 64)  # 24: block 8
     new = _alter(mod, winograd=False)
     convs = []
     relay.post_order_visit(new["main"], lambda e: convs.append(e) if isinstance(e, relay.Call)
                            and getattr(e.op, "name", "") == DIRECT else None)
     (conv,) = convs
-    assert tuple(conv.checked_type.shape) == (1, 4, 13, 13, 16)
+    assert tuple(conv.checked_type.shape) == (1, 64 // LANES, 13, 13, LANES)
     assert tuple(new["main"].checked_type.ret_type.shape) == (1, 57, 13, 13)
 
 
