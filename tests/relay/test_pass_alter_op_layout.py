@@ -40,7 +40,13 @@ def _mod(params, body):
     return relay.IRModule.from_expr(relay.Function(params, body))
 
 
-def _alter(mod, target="llvm", winograd=False, nchw_input=False):
+# the layouts below are stated for 16 float lanes (NCHW16c): the rewrite is made for an
+# AVX-512 target whatever the host (a graph rewrite, nothing of it runs here); the AVX2 blocks
+# have their own test (test_blocks_follow_the_target_vector_width)
+WIDE = "llvm -mcpu=skylake-avx512"
+
+
+def _alter(mod, target=WIDE, winograd=False, nchw_input=False):
     """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
     asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py), and so is the
     matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)
