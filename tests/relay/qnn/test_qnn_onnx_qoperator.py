@@ -59,6 +59,16 @@ def _check(model, inputs, exact=True, steps=0):
                 np.testing.assert_allclose(got, e, rtol=1e-6, atol=1e-6)
 
 
+def _weights(shape, dtype, act):
+    """Random ``dtype`` weights for ``act`` activations. int8 weights against uint8 activations
+    keep 7 bits: without VNNI, onnxruntime's u8s8 kernels (vpmaddubsw) saturate pair sums
+    beyond int16 (its documented reason for reduce_range), so on an AVX2 host its answers to
+    full-range weights are not the exact reference (tvmpy's are: checked against int64 numpy
+    in tests/relay/qnn)."""
+    w = rand_q(rng, shape, dtype)
+    return (w // 2).astype(dtype) if (act, dtype) == ("uint8", "int8") else w
+
+
 def _s(*shape):
     return rng.uniform(0.005, 0.03, shape).astype("float32") if shape else \
         np.float32(rng.uniform(0.005, 0.03))
@@ -73,7 +83,7 @@ def _s(*shape):
 def test_qlinearconv(dx, dw, per_channel, group, pads, strides):
     o, cin = 6, 3 * (group if group > 1 else 1)
     x = rand_q(rng, (1, cin, 9, 7), dx)
-    w = rand_q(rng, (o, cin // group, 3, 3), dw)
+    w = _weights((o, cin // group, 3, 3), dw, dx)
     zx = np.array(rng.integers(0, 50) if dx == "uint8" else rng.integers(-10, 10), dx)
     zw = (np.zeros(o, dw) if per_channel else np.array(128 if dw == "uint8" else 0, dw))
     if dw == "uint8" and per_channel:
@@ -91,7 +101,7 @@ def test_qlinearconv(dx, dw, per_channel, group, pads, strides):
     ((2, 4, 9), (2, 9, 5), False, "uint8")])
 def test_qlinearmatmul(shape_a, shape_b, per_col, dtype):
     a = rand_q(rng, shape_a, dtype)
-    b = rand_q(rng, shape_b, "int8")
+    b = _weights(shape_b, "int8", dtype)
     n = shape_b[-1]
     inits = {"sa": _s(), "za": np.array(7 if dtype == "uint8" else -3, dtype), "b": b,
              "sb": _s(n) if per_col else _s(), "zb": np.zeros(n, "int8") if per_col else
@@ -110,7 +120,7 @@ def test_convinteger_and_matmulinteger():
                    _order=["x", "w", "zx", "zw"])
     _check(model, {"x": x})
     a = rand_q(rng, (3, 4, 13), "uint8")
-    b = rand_q(rng, (13, 6), "int8")
+    b = _weights((13, 6), "int8", "uint8")
     model = _model("MatMulInteger", {"a": a}, {"b": b, "za": np.array(12, "uint8"),
                                                "zb": np.array(-2, "int8")}, ["int32"],
                    _order=["a", "b", "za", "zb"])
@@ -235,7 +245,7 @@ def test_qlinear_concat():
 @pytest.mark.parametrize("with_y", [True, False])
 def test_qgemm(with_y):
     a = rand_q(rng, (3, 10), "uint8")
-    b = rand_q(rng, (6, 10), "int8")
+    b = _weights((6, 10), "int8", "uint8")
     inits = {"sa": _s(), "za": np.array(17, "uint8"), "b": b, "sb": _s(6),
              "zb": np.zeros(6, "int8"), "c": rng.integers(-500, 500, 6).astype("int32")}
     order = ["a", "sa", "za", "b", "sb", "zb", "c"]
