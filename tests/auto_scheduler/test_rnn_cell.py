@@ -29,9 +29,19 @@ class _Attrs:
         self.cell, self.hidden, self.reverse, self.linear_before_reset = cell, hidden, reverse, lbr
 
 
-def _cell_task(cell, n, hidden, lbr):
+def _host_ub(cell, n, hp):
+    """The block of the packed ``R^T`` a build for the host reads (AlterOpLayout's
+    ``_pack_rt``), or None where one block is the plain layout: it depends on the host's
+    vector lanes (a 2-row LSTM of 32 units: one block of 32 with AVX-512, two of 16 with AVX2)."""
+    ub = rnn.packed_block(cell, hp, tvm.target.Target("llvm").vector_lanes("float32"), n)
+    return ub if hp // ub > 1 else None
+
+
+def _cell_task(cell, n, hidden, lbr, deployed=False):
+    """The cell's task: of the plain ``R^T`` layout, or (``deployed``) of the layout a model
+    built for the host runs (packed where ``_host_ub`` says)."""
     hp = padded_hidden(hidden)
-    key = rnn.rnn_cell_key(cell, n, hidden, hp, lbr)
+    key = rnn.rnn_cell_key(cell, n, hidden, hp, lbr, _host_ub(cell, n, hp) if deployed else None)
     return auto_scheduler.SearchTask(workload_key=key, target="llvm")
 
 
@@ -228,8 +238,9 @@ def test_extract_tasks_lists_the_cell_weighted_by_steps(cell, lbr, bidirectional
     cells = [(t, w) for t, w in zip(tasks, weights) if rnn.CELL_WORKLOAD in t.workload_key]
     assert len(cells) == 1, [t.workload_key for t in tasks]
     task, w = cells[0]
+    ub = _host_ub(cell, n, 32)
     assert json.loads(task.workload_key) == [rnn.CELL_WORKLOAD, cell, n, hidden, 32,
-                                             True if cell == "LSTM" else lbr]
+                                             True if cell == "LSTM" else lbr] + ([ub] if ub else [])
     assert w == 2 * (2 if bidirectional else 1) * 7
     assert not any("rnn_scan" in i.desc for i in relay_integration.not_tuned())
     # the cell's FLOPs: the GEMV over the hidden rows dominates (2 N H G Hp multiply-adds)
@@ -274,7 +285,7 @@ def test_record_builds_with_a_dynamic_sequence(tmp_path, monkeypatch, cell, lbr)
     the stepped kernel is built and gives the untuned build's result at 5 and 11 steps."""
     n, hidden = 2, 24
     mod, params = _rnn_model(cell, n, hidden, lbr, relay.Any(), 2, True)
-    task = _cell_task(cell, n, hidden, lbr)
+    task = _cell_task(cell, n, hidden, lbr, deployed=True)
     log = _log(tmp_path, task, auto_scheduler.sample_initial_population(task, 1, seed=7)[0])
     calls = _spy(monkeypatch)
     ref = _build_vm(mod, params)
