@@ -219,7 +219,9 @@ def test_qdq_mobilenet_v2_blocked_matches_generic_and_onnxruntime():
     from tvmpy.relay.testing import quantized_models as qm
 
     model = onnx_models.mobilenet_v2(batch=1, image=64)
-    q = qm.quantize_static(model)
+    # 7-bit weights: onnxruntime's AVX2 u8s8 kernels saturate full-range ones (8 output steps
+    # off on a Zen 3, while tvmpy's opt 2 and opt 3 builds agree exactly)
+    q = qm.quantize_static(model, reduce_range=True)
     mod, params = compare.import_onnx(q)
     lib3, _ = compare.build(mod, params, opt_level=3)
     names = _kernels(lib3)

@@ -58,8 +58,11 @@ def pre_process(model: Any) -> Any:
 def quantize_static(model: Any, calibration: list[dict[str, np.ndarray]] | None = None,
                     fmt: str = "QDQ", per_channel: bool = True, activation: str = "uint8",
                     weight: str = "int8", op_types: list[str] | None = None,
-                    symmetric_activation: bool = False) -> Any:
+                    symmetric_activation: bool = False, reduce_range: bool = False) -> Any:
     """``onnxruntime.quantization.quantize_static`` of ``model`` (a ModelProto) -> ModelProto.
+
+    ``reduce_range``: 7-bit weights (onnxruntime's advice for x86 without VNNI, whose u8s8
+    kernels saturate pair sums beyond int16: only then is its int8 run an exact reference).
 
     ``fmt``: "QDQ" or "QOperator"; ``activation``/``weight``: "uint8" or "int8" (onnxruntime
     recommends uint8 activations with int8 weights on x86, its VNNI path); calibration by
@@ -88,6 +91,7 @@ def quantize_static(model: Any, calibration: list[dict[str, np.ndarray]] | None 
     q.quantize_static(src, dst, Reader(), quant_format=getattr(q.QuantFormat, fmt),
                       per_channel=per_channel, activation_type=types[activation],
                       weight_type=types[weight], op_types_to_quantize=op_types,
+                      reduce_range=reduce_range,
                       extra_options={"ActivationSymmetric": symmetric_activation})
     return _load_and_clean(d, dst)
 
