@@ -93,7 +93,7 @@ def test_tvmpy_int8_of_a_pre_processed_model_agrees_with_onnxruntime(common):
     m = _conv_bn_model()
     calib = qm.calibration_feeds(m)
     pre = qm.pre_process(m)
-    q = qm.quantize_static(pre, calib)
+    q = qm.quantize_static(pre, calib, reduce_range=True)  # exact in onnxruntime without VNNI
     step = common.output_step(q)
     assert step is not None and step > 0
     mod, params = compare.import_onnx(q)

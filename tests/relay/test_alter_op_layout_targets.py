@@ -47,21 +47,21 @@ def test_target_keys():
 
 @pytest.fixture
 def dummy_hooks():
-    """The NCHW{4}c convolution of a made-up target with the key ``KEY``: what a new target's
-    own file would register."""
+    """The NCHW{2}c convolution of a made-up target with the key ``KEY``: what a new target's
+    own file would register (a block no x86 rule picks for these 8 and 12 channels)."""
 
     def demand(call):
-        return ["NCHW4c", "OIHW4i4o"] if call.attrs.groups == 1 else None
+        return ["NCHW2c", "OIHW2i2o"] if call.attrs.groups == 1 else None
 
     def alter(call, inputs):
         if call.attrs.groups != 1:
             return None
         a = call.attrs
-        data, kernel = inputs.get(0, "NCHW4c"), inputs.get(1, "OIHW4i4o", "OIHW")
+        data, kernel = inputs.get(0, "NCHW2c"), inputs.get(1, "OIHW2i2o", "OIHW")
         return relay.op.registry.make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
-            "channels": a.channels, "kernel_size": a.kernel_size, "data_layout": "NCHW4c",
-            "kernel_layout": "OIHW4i4o", "out_layout": "NCHW4c"}), "NCHW4c"
+            "channels": a.channels, "kernel_size": a.kernel_size, "data_layout": "NCHW2c",
+            "kernel_layout": "OIHW2i2o", "out_layout": "NCHW2c"}), "NCHW2c"
 
     conv2d_alter_layout.register(KEY, alter)
     conv2d_layout_demand.register(KEY, demand)
@@ -90,12 +90,12 @@ def test_new_target_key_changes_the_graph_only_under_that_target(dummy_hooks):
     plain = str(transform.InferType()(_model()))
     x86 = _alter(mod, "llvm")
     assert "NCHW16c" in str(x86) or "NCHW8c" in str(x86)  # the x86 policy (key "cpu")
-    assert "NCHW4c" not in str(x86)
+    assert "NCHW2c" not in str(x86)
 
     dummy = _alter(mod, f"llvm -keys={KEY}")
     text = str(dummy)
     assert count_ops(dummy["main"], "nn.contrib_conv2d_NCHWc") == 2
-    assert "NCHW4c" in text and "NCHW16c" not in text and "NCHW8c" not in text
+    assert "NCHW2c" in text and not any(f"NCHW{b}c" in text for b in (4, 8, 16))
     # the relu between the convolutions stays blocked: one transform in, one out
     assert count_ops(dummy["main"], "layout_transform") == 2
     inputs = random_inputs(mod["main"])

@@ -46,10 +46,12 @@ def float_cnn(seed: int = 0, channels: tuple[int, ...] = (16, 32, 32), size: int
 
 def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, activation: str = "QUInt8",
                   per_channel: bool = True, extra_options: dict | None = None, model=None,
-                  **kw):
+                  reduce_range: bool = True, **kw):
     """(float model, quantized model) as ModelProtos (``model``: a float model to quantize
     instead of the CNN); the quantization through temp files (the quantizer's API takes
-    paths)."""
+    paths). ``reduce_range`` (7-bit weights) by default: onnxruntime's u8s8 kernels on x86
+    without VNNI saturate pair sums beyond int16, so only then is its fused integer run an
+    exact reference on every x86 host."""
     import os
     import tempfile
 
@@ -79,7 +81,8 @@ def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, activation: s
         onnx.save(model, src)
         quantize_static(src, dst, Reader(), quant_format=getattr(QuantFormat, fmt),
                         per_channel=per_channel, activation_type=getattr(QuantType, activation),
-                        weight_type=QuantType.QInt8, extra_options=extra_options or {})
+                        weight_type=QuantType.QInt8, reduce_range=reduce_range,
+                        extra_options=extra_options or {})
         return model, onnx.load(dst)
 
 

@@ -78,6 +78,23 @@ def test_quantized_cnn_matches_onnxruntime(fmt, qdq):
     assert worst == 0.0, f"{worst} quantization steps"  # bit-exact: same integer arithmetic
 
 
+def test_full_range_weights_match_onnxruntime_unfused():
+    """8-bit weights (no reduce_range): pair sums beyond int16, which onnxruntime's u8s8
+    kernels (QLinearConv too) saturate on x86 without VNNI. tvmpy's integer kernels never
+    saturate, so they equal the QDQ model run by onnxruntime without graph optimizations
+    (DequantizeLinear -> float Conv -> QuantizeLinear, no integer kernel) on every host."""
+    model = quantized_cnn("QDQ", channels=(8, 16, 16), size=16, reduce_range=False)[1]
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    mod, params = relay.frontend.from_onnx(model, {"x": (1, 3, 16, 16)})
+    x = np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype("float32")
+    (got,) = build_run(mod, {"x": x}, params)
+    steps = np.abs(got - sess.run(None, {"x": x})[0]).max() / _output_step(model)
+    assert steps == 0.0, f"{steps} quantization steps"
+
+
 def test_fq2i_can_be_disabled_float_path_agrees(qdq):
     """disabled_pass=["FakeQuantizationToInteger"]: the QDQ pairs run in float (the old path)."""
     mod, params = relay.frontend.from_onnx(qdq, {"x": (1, 3, 16, 16)})
@@ -156,7 +173,8 @@ def test_quantize_dynamic_matches_onnxruntime(tmp_path):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     onnx.save(float_attention(), tmp_path / "f.onnx")
-    quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=QuantType.QInt8)
+    quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=QuantType.QInt8,
+                     reduce_range=True)  # exact in onnxruntime without VNNI too
     model = onnx.load(tmp_path / "q.onnx")
     mod, params = relay.frontend.from_onnx(model, {"x": (1, 8, 16)})
     names = [c.op.name for c in _calls(mod["main"].body)]
@@ -180,7 +198,7 @@ def test_quantized_bert_layer_bit_exact_with_onnxruntime():
     from tvmpy.relay.testing import quantized_models as qm
 
     model = onnx_models.bert_encoder(layers=2, hidden=64, heads=2, seq=32, vocab=100)
-    q = qm.quantize_static(model)
+    q = qm.quantize_static(model, reduce_range=True)  # exact in onnxruntime without VNNI too
     sess = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"])
     mod, params = relay.frontend.from_onnx(q, freeze_params=False)
     with tvm.transform.PassContext(opt_level=3):

@@ -96,14 +96,16 @@ def quantize_static(model: Any, calibration: list[dict[str, np.ndarray]] | None 
     return _load_and_clean(d, dst)
 
 
-def quantize_dynamic(model: Any, weight: str = "int8", per_channel: bool = False) -> Any:
+def quantize_dynamic(model: Any, weight: str = "int8", per_channel: bool = False,
+                     reduce_range: bool = False) -> Any:
     """``onnxruntime.quantization.quantize_dynamic`` of ``model`` -> ModelProto (MatMulInteger /
-    DynamicQuantizeLinear graphs)."""
+    DynamicQuantizeLinear graphs); ``reduce_range`` as in ``quantize_static``."""
     from onnxruntime import quantization as q
 
     types = {"uint8": q.QuantType.QUInt8, "int8": q.QuantType.QInt8}
     if weight not in types:
         raise ValueError(f"weight must be 'uint8' or 'int8', got {weight!r}")
     d, src, dst = _tmp_io(model)
-    q.quantize_dynamic(src, dst, per_channel=per_channel, weight_type=types[weight])
+    q.quantize_dynamic(src, dst, per_channel=per_channel, weight_type=types[weight],
+                      reduce_range=reduce_range)
     return _load_and_clean(d, dst)
