@@ -1,12 +1,14 @@
-"""One NCHW16c convolution kernel (+ relu) under several schedule variants, 1 thread, process
-CPU time, variants interleaved round by round, built for the host target (its cache sizes and
-FMA units); the direct variants checked against each other. Winograd F(4x4) with ``wino``.
+"""One NCHW{L}c convolution kernel (+ relu) under several schedule variants, 1 thread, process
+CPU time, variants interleaved round by round, built for the host target (its cache sizes,
+FMA units and vector registers; ``L`` its float32 lanes, 16 with AVX-512, 8 with AVX2, or
+``BENCH_BLOCK``); the direct variants checked against each other. Winograd F(4x4) with ``wino``.
 
     python bench/conv_nchwc_variants.py IC,OC,HW,K,STRIDE "{'default': {'default': 1},
         'r7kb4': {'reg_n': 7, 'kb': 4, 'tile_oh': 7}, 'wino': {'wino': 1}}" [rounds]
 
 Variant keys: ``default`` (schedule_conv2d_NCHWc), else ``oc_tile``, ``reg_n``, ``tile_oh``,
-``ko`` (kernel_outer), ``kb`` (k_block) of ``schedule_nchwc_tile``.
+``ukw`` (unroll_kw, default the default's), ``ko`` (kernel_outer), ``kb`` (k_block), ``co`` (cols_outer: 0/1, default from the
+target's registers) of ``schedule_nchwc_tile``.
 """
 import ast
 import os
@@ -22,24 +24,27 @@ from tvmpy.topi.nn import winograd as W  # noqa: E402
 from tvmpy.topi.x86 import conv2d_nchwc as X  # noqa: E402
 from tvmpy.topi.x86 import schedule_conv2d_winograd_nchwc  # noqa: E402
 
+L = int(os.environ.get("BENCH_BLOCK") or tvm.target.Target("llvm").vector_lanes("float32"))
+
 
 def build(ic, oc, hw, k, s, var):
-    A = te.placeholder((1, ic // 16, hw, hw, 16), name="A")
+    A = te.placeholder((1, ic // L, hw, hw, L), name="A")
     if var.get("wino"):
         kk = np.random.default_rng(0).uniform(-1, 1, (oc, ic, 3, 3)).astype("float32")
-        K = te.placeholder(W.winograd_weight_transform_np(kk, 4, 16).shape, name="K")
+        K = te.placeholder(W.winograd_weight_transform_np(kk, 4, L).shape, name="K")
         out = topi.nn.relu(W.conv2d_winograd_nchwc(A, K, 1, 4))
         sch = schedule_conv2d_winograd_nchwc([out])
     else:
-        K = te.placeholder((oc // 16, ic // 16, k, k, 16, 16), name="K")
+        K = te.placeholder((oc // L, ic // L, k, k, L, L), name="K")
         out = topi.nn.relu(topi.nn.conv2d_NCHWc(A, K, s, k // 2, 1))
         if var.get("default"):
             sch = X.schedule_conv2d_NCHWc([out])
         else:
             sch, conv, o, _ = X.find_nchwc([out])
             X.schedule_nchwc_tile(sch, conv, o, var.get("oc_tile", 2), var.get("reg_n", 8), True,
+                                  unroll_kw=var.get("ukw", X.default_unroll_kw(conv, False)),
                                   tile_oh=var.get("tile_oh", 1), kernel_outer=var.get("ko", False),
-                                  k_block=var.get("kb", 0))
+                                  k_block=var.get("kb", 0), cols_outer=var.get("co"))
     f = tvm.build(sch, [A, K, out], "llvm")
     rng = np.random.default_rng(1)
     args = [tvm.nd.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32"))
@@ -78,6 +83,7 @@ def main():
                 fn()
             ts[n].append((time.process_time() - t0) / reps[n])
     print(f"# {time.strftime('%H:%M')} UTC, load {os.getloadavg()[0]:.1f}, 1 thread, CPU time, "
+          f"blocks of {L}, "
           f"median [min-max] of {rounds} rounds")
     base = None
     for n in fns:

@@ -151,6 +151,9 @@ def test_fallback_is_todays_default_schedule(layer, monkeypatch):
     # (conv2d_nchwc.streams_weights), which the verbatim copy predates
     monkeypatch.setattr(conv2d_nchwc, "_caches",
                         lambda: CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024))
+    # and AVX-512's 32 registers with folded broadcasts (the copy predates AVX2's smaller
+    # tiles, conv2d_nchwc.max_tile_columns; tests/topi/test_x86_tiles.py checks those)
+    monkeypatch.setattr(conv2d_nchwc, "_registers", lambda: (32, True))
     args = _conv_args(*layer)
     assert _template_ir(args, False) == _ref_ir(args, False)
     # a fused epilogue runs on the register tile in both
@@ -179,7 +182,8 @@ def test_plain_schedule_is_unchanged():
                                        (CONV, _conv_args(*LAYERS[3])),
                                        (CONV, _conv_args(*LAYERS[5])),
                                        (DW, _dw_args(*DW_LAYERS[0]))])
-def test_space_contains_default(name, args):
+def test_space_contains_default(name, args, monkeypatch):
+    monkeypatch.setattr(conv2d_nchwc, "_registers", lambda: (32, True))  # as the verbatim copy
     task = autotvm.task.create(name, args, "llvm")
     space = task.config_space
     assert set(space.space_map) == set(KNOBS)

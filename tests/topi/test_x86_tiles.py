@@ -695,3 +695,75 @@ def test_one_row_tile_prefetch_rule(k, pad, want, monkeypatch):
     small = nn.conv2d_NCHWc(A, te.placeholder((2, c // 16, k, k, 16, 16), name="W2"), 1, pad, 1)
     s = topi.x86.schedule_conv2d_NCHWc([small])
     assert "prefetch" not in str(tvm.lower(s, [A, small.op.input_tensors[1], small]))
+
+
+def test_target_vector_registers():
+    from tvmpy.target import Target
+
+    assert Target("llvm -mcpu=haswell").vector_registers == 16  # AVX2: ymm0-15
+    assert not Target("llvm -mcpu=haswell").folds_broadcasts
+    assert Target("llvm -mcpu=skylake-avx512").vector_registers == 32  # zmm0-31
+    assert Target("llvm -mcpu=skylake-avx512").folds_broadcasts  # {1to16}
+    assert Target("llvm -mcpu=skylake-avx512 -mattr=-avx512f").vector_registers == 16
+    arm = Target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72")
+    assert arm.vector_registers == 32 and not arm.folds_broadcasts
+
+
+# (C, H, W, OC, K, stride): plain 1x1 and 3x3 layers of ResNet-50 and MobileNet-like shapes,
+# odd chunk counts (3, 5, 15 chunks), small maps (rows stacked), a 1-column map
+REGISTER_CASES = [(64, 56, 56, 64, 3, 1), (128, 28, 28, 512, 1, 1), (1024, 14, 14, 256, 1, 1),
+                  (512, 7, 7, 512, 3, 1), (256, 56, 56, 64, 1, 1), (64, 56, 56, 128, 3, 2),
+                  (24, 28, 28, 40, 1, 1), (40, 28, 28, 120, 1, 1), (80, 14, 14, 200, 1, 1),
+                  (64, 4, 4, 512, 3, 1), (64, 2, 2, 256, 3, 1), (32, 9, 1, 64, 3, 1)]
+
+
+def _default_tile(case, target, lanes):
+    from tvmpy.topi.x86 import conv2d_nchwc as m
+
+    c, h, w, oc, k, stride = case
+    A = te.placeholder((1, c // lanes, h, w, lanes), name="A")
+    W = te.placeholder((oc // lanes, c // lanes, k, k, lanes, lanes), name="W")
+    conv = nn.conv2d_NCHWc(A, W, stride, k // 2, 1)
+    with tvm.target.Target(target):
+        rows, oc_tile = m.default_row_tile(conv, False)
+        cols = m._default_reg_n(conv, oc_tile, False)
+        return rows, oc_tile, cols, m.columns_outer(oc_tile, cols * rows)
+
+
+@pytest.mark.parametrize("case", REGISTER_CASES, ids=[str(c) for c in REGISTER_CASES])
+def test_default_register_tile_fits_the_registers(case):
+    """AVX2's 16 registers hold the default tile's accumulators, its weight vectors, a
+    broadcast and the spare registers (conv2d_nchwc.max_tile_columns), with the columns outside
+    the chunks where all its broadcasts would not fit beside them; AVX-512's tiles (32
+    registers, broadcasts folded into the FMAs) are those of the 32-register rule unchanged."""
+    from tvmpy.topi.x86.conv2d_nchwc import SPARE_REGISTERS
+
+    rows, oc_tile, cols, outer = _default_tile(case, "llvm -mcpu=haswell", 8)
+    acc = rows * cols * oc_tile
+    assert acc + oc_tile + 1 + SPARE_REGISTERS <= 16, (rows, oc_tile, cols)
+    assert outer == (oc_tile > 1 and acc + rows * cols + 1 + SPARE_REGISTERS > 16)
+    rows, oc_tile, cols, outer = _default_tile(case, "llvm -mcpu=skylake-avx512", 16)
+    assert rows * cols * oc_tile <= 27 and not outer  # 2 x 9, 3 x 8 (+ 3 weights), 4 x 6 ...
+
+
+@pytest.mark.parametrize("oc_tile,reg_n,k_block", [(2, 5, 0), (3, 4, 0), (2, 3, 2), (4, 2, 3)])
+def test_columns_outer_tile_matches_numpy(oc_tile, reg_n, k_block):
+    """The register tile with its columns outside its chunks (AVX2's order, forced here so
+    that an AVX-512 host runs it too): tails in both (3 of 4 chunks, 5 columns of 13), and the
+    reduction-blocked nest (2 or 3 input chunks a block: the last block a tail)."""
+    from tvmpy.topi.x86.conv2d_nchwc import find_nchwc, schedule_nchwc_tile
+
+    c, h, w, oc, k, stride, pad, icb, ocb = (20, 6, 13, 16, 1 if k_block else 3, 1,
+                                             0 if k_block else 1, 4, 4)
+
+    def sched(outs):
+        s, conv, out, _ = find_nchwc(outs)
+        schedule_nchwc_tile(s, conv, out, oc_tile, reg_n, True, unroll_kw=True,
+                            tile_oh=2 if k_block else 1, k_block=k_block, cols_outer=True)
+        return s
+
+    A, W, B, out, arrays, *_ = _nchwc(c, h, w, oc, k, stride, pad, icb, ocb,
+                                      lambda cv, b: topi.relu(topi.add(cv, b)))
+    check([A, W, B], out, sched,
+          lambda x, y, b: np.maximum(testing.conv2d_NCHWc_python(x, y, stride, pad) + b, 0),
+          arrays=arrays)

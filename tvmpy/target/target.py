@@ -232,6 +232,23 @@ class Target:
         return max(1, self.vector_width_bits // bits_of(dtype))
 
     @property
+    def vector_registers(self) -> int:
+        """Architectural vector registers register tiles are sized for: 32 with AVX-512F
+        (zmm0-31) and on other architectures (AArch64 NEON's v0-v31; WebAssembly's locals are
+        not a register file, its engines map them onto the host's), 16 on x86 without AVX-512
+        (ymm/xmm0-15)."""
+        if self.arch not in ("x86_64", "i386", "i686"):
+            return 32
+        return 32 if "avx512f" in self.isa_features else 16
+
+    @property
+    def folds_broadcasts(self) -> bool:
+        """Whether a vector FMA takes a scalar broadcast from memory as its operand (AVX-512's
+        embedded broadcast ``{1toN}``), so that a register tile's broadcasts need no registers;
+        on AVX2, SSE and NEON every broadcast is a register of its own."""
+        return self.arch in ("x86_64", "i386", "i686") and "avx512f" in self.isa_features
+
+    @property
     def cache_sizes(self) -> CacheSizes:
         """Per-core L1D / L2 sizes the CPU schedules block for: this machine's when the target
         is this machine (no -mcpu and no -mtriple, or -mcpu naming the host CPU on its

@@ -88,7 +88,7 @@ def _nchwc_tile(oc_chunk: int, depthwise: bool, window: int = 1) -> tuple[int, i
         return 1, 8
     if oc_chunk % 3 == 0:
         return 3, 7
-    if oc_chunk % 5 == 0:
+    if oc_chunk % 5 == 0 and max_tile_columns(5) >= 2:  # not in AVX2's 16 registers
         return 5, 4
     return 1, 8
 
@@ -152,17 +152,21 @@ def default_row_tile(conv: Tensor, depthwise: bool) -> tuple[int, int]:
     stacked): 1024 -> 512 2x2 window 4x4 map (4 rows x 4 x 1) 787 / 671; 512 -> 512 3x3 4x4
     1008 / 800; 1024 -> 512 2x2 on a 2x2 map (2 x 2 x 4) 423 / 331. Wider maps keep one row:
     7x7 512 -> 512 3x3, 2 rows x 7 x 1 chunk 2446 against 2457 (a tie); 5x5 (25 columns would
-    spill) is not stacked. Depthwise convolutions keep theirs (no weight panel to reuse)."""
+    spill) is not stacked. Depthwise convolutions keep theirs (no weight panel to reuse). The
+    tile's accumulators also stay within :func:`max_tile_columns` (AVX2's 16 registers: 12
+    accumulators of one chunk, 10 of two, 8 of four)."""
     oc_tile = default_oc_tile(conv, depthwise)
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
     if depthwise or ow > SMALL_MAP_MAX_OW or oh < 2:
         return 1, oc_tile
-    rows = max(r for r in range(1, oh + 1) if oh % r == 0 and r * ow <= SMALL_MAP_ACCUMULATORS)
+    def most(c: int) -> int:  # accumulators of a c-chunk tile within the registers too
+        return min(SMALL_MAP_ACCUMULATORS, c * max_tile_columns(c))
+
+    rows = max(r for r in range(1, oh + 1) if oh % r == 0 and r * ow <= most(1))
     if rows == 1:
         return 1, oc_tile
     oc_chunk = _const(conv.shape[1])
-    chunks = max(c for c in (1, 2, 4)
-                 if oc_chunk % c == 0 and rows * ow * c <= SMALL_MAP_ACCUMULATORS)
+    chunks = max(c for c in (1, 2, 4) if oc_chunk % c == 0 and rows * ow * c <= most(c))
     return rows, chunks
 
 
@@ -350,7 +354,9 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     if oc_tile == FOUR_CHUNK_TILE and _long_reduction_tile(conv, depthwise):
         return default_ow_tile(ow, LONG_REDUCTION_COLS)
     reg_n = default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
-    return _one_chunk_columns(conv, oc_tile, depthwise, reg_n)
+    reg_n = _one_chunk_columns(conv, oc_tile, depthwise, reg_n)
+    most = max_tile_columns(oc_tile)
+    return reg_n if reg_n <= most else default_ow_tile(ow, most)
 
 
 ONE_CHUNK_CHAINS_PER_UNIT = 4
@@ -565,6 +571,56 @@ def _fma_units() -> int:
     if target is None or str(target.kind) not in ("llvm", "c"):
         return 1
     return max(1, fma512_units(target.isa_features))
+
+
+def _registers() -> tuple[int, bool]:
+    """``(vector registers, broadcasts folded)`` of the target being built for
+    (:attr:`Target.vector_registers`, :attr:`Target.folds_broadcasts`); AVX-512's ``(32,
+    True)`` without a target."""
+    target = Target.current()
+    if target is None or str(target.kind) not in ("llvm", "c"):
+        return 32, True
+    return target.vector_registers, target.folds_broadcasts
+
+
+SPARE_REGISTERS = 2
+"""Vector registers a register tile leaves free beyond its accumulators, weight vectors and
+one broadcast: LLVM loads the next reduction step's operands while the current step's FMAs
+run (:func:`max_tile_columns`)."""
+
+
+def max_tile_columns(oc_tile: int, registers: int | None = None) -> int:
+    """Most output columns of a register tile of ``oc_tile`` chunks: its ``oc_tile x
+    columns`` accumulators, the ``oc_tile`` weight vectors, one broadcast and
+    :data:`SPARE_REGISTERS` within the target's vector registers (``registers``, default the
+    target's). With AVX-512's 32 every default tile fits (2 x 9, 3 x 8, 4 x 6, 5 x 4, 1 x 16);
+    with AVX2's 16 a tile of two chunks takes at most 5 columns, one chunk 12. AMD EPYC Zen 3
+    (znver3, AVX2, two 256-bit FMA units; KVM), 1 thread, CPU time, kernel + relu alone, best
+    of 9, 2026-12-02, ms (the 32-register default 2 x 7 / 2 x 4 / 2 x 5 / 2 x 6 with columns
+    outer, :func:`columns_outer`): 128 -> 512 1x1 28x28 2.30 / 1.13 / 1.14 / 1.12; 64 -> 64
+    3x3 56x56 6.62 / 4.80 / 2.90 / 3.99; 1024 -> 256 1x1 14x14 2.32 / 1.36 / 1.16 / 1.53; 256 ->
+    64 1x1 56x56 2.27 / 1.21 / 1.19 / 1.57. The 2 x 7-9 tiles spilled accumulators on every
+    reduction step: ResNet-50's direct convolutions ran at 0.45-0.55x onnxruntime's speed."""
+    regs = registers if registers is not None else _registers()[0]
+    return max(1, (regs - oc_tile - 1 - SPARE_REGISTERS) // max(1, oc_tile))
+
+
+def columns_outer(oc_tile: int, reg_n: int, registers: int | None = None,
+                  folds_broadcasts: bool | None = None) -> bool:
+    """Whether the register tile's column loop goes outside its chunk loop (each broadcast
+    used by every chunk right away, the ``oc_tile`` weight vectors held across the columns)
+    instead of inside it (each weight vector used by every column right away, all ``reg_n``
+    broadcasts held across the chunks): where broadcasts take registers of their own (not
+    folded into the FMAs as AVX-512's ``{1toN}``) and the chunk-outer order's ``oc_tile x
+    reg_n`` accumulators, ``reg_n`` broadcasts and a weight vector leave fewer than
+    :data:`SPARE_REGISTERS` free. Zen 3 as in :func:`max_tile_columns` (2 x 5, chunks outer /
+    columns outer): 64 -> 64 3x3 56x56 3.34 / 2.90 ms, 1x1 kernels equal."""
+    if oc_tile <= 1:
+        return False
+    d_regs, d_fold = _registers()
+    regs = registers if registers is not None else d_regs
+    folds = folds_broadcasts if folds_broadcasts is not None else d_fold
+    return not folds and oc_tile * reg_n + reg_n + 1 > regs - SPARE_REGISTERS
 
 
 def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
@@ -831,7 +887,7 @@ def find_nchwc(outs: Any) -> tuple[Schedule, Tensor, Tensor, bool]:
 def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, reg_n: int,
                         inline_pad: bool, unroll_kw: bool = False, tile_oh: int = 1,
                         kernel_outer: bool = False, k_block: int = 0, reg_h: int = 1,
-                        prefetch: int | None = None) -> None:
+                        prefetch: int | None = None, cols_outer: bool | None = None) -> None:
     """The NCHWc loop nest: ``reg_n`` columns x ``oc_tile`` chunks per register tile (both
     used as given), padding inlined into the convolution when ``inline_pad``, the kernel-width
     reduction loop unrolled when ``unroll_kw``; ``tile_oh`` output rows per parallel task (the
@@ -845,7 +901,11 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     ``prefetch`` > 0: software prefetches of the weights that many bytes ahead in the input-lane
     loop (``tir.transform.InjectPrefetch``); None: :data:`PREFETCH_BYTES` for a tile of stacked
     rows (``reg_h`` > 1), and for a one-row tile whose padding is not inlined when the weights
-    take at least half of L2 (they stream from beyond L2 on each run), else none."""
+    take at least half of L2 (they stream from beyond L2 on each run), else none;
+    ``cols_outer``: the tile's column loop outside its chunk loop (None:
+    :func:`columns_outer`, from the target's registers)."""
+    if cols_outer is None:
+        cols_outer = columns_outer(oc_tile, reg_n * reg_h)
     inlined = False
     for t in conv.op.input_tensors:
         inlined |= bool(inline_pad and t.op in s and "pad" in t.op.tag)
@@ -872,12 +932,12 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     if part is not None:  # split_last_k_block: the compute's block, whatever k_block says
         s[part].set_scope("local")
         _k_blocked(s, part, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
-                   oc_tile, kernel_outer, int(conv.op.attrs["k_block"]), last=CC)
+                   oc_tile, kernel_outer, int(conv.op.attrs["k_block"]), cols_outer, last=CC)
         return
     red = list(getattr(s[CC].op, "reduce_axis", ()))  # (ico, ry, rx, ici); depthwise (ry, rx)
     if k_block and len(red) == 4 and k_block < _const(red[0].dom.extent):
         _k_blocked(s, CC, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
-                   oc_tile, kernel_outer, k_block)
+                   oc_tile, kernel_outer, k_block, cols_outer)
         return
     if reg_h > 1:  # a register tile of reg_h rows: each weight vector loaded once for them
         yo, yi = s[out].split(y, factor=reg_h)
@@ -886,7 +946,8 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
         s[out].vectorize(oci)
         s[out].parallel(task)
         s[CC].compute_at(s[out], xo)
-        _micro_kernel(s, CC, ("cy", "cx"), kernel_outer, prefetch, unroll_kw, oc_tile)
+        _micro_kernel(s, CC, ("cy", "cx"), kernel_outer, prefetch, unroll_kw, oc_tile,
+                      cols_outer)
         return
     if tile_oh > 1:
         yo, yi = s[out].split(y, factor=tile_oh)
@@ -898,21 +959,23 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     s[out].vectorize(oci)
     s[out].parallel(task)
     s[CC].compute_at(s[out], xo)
-    _micro_kernel(s, CC, ("cx",), kernel_outer, prefetch, unroll_kw, oc_tile)
+    _micro_kernel(s, CC, ("cx",), kernel_outer, prefetch, unroll_kw, oc_tile, cols_outer)
 
 
 def _micro_kernel(s: Schedule, cc: Tensor, rows_cols: tuple[str, ...], kernel_outer: bool,
-                  prefetch: int, unroll_kw: bool, oc_tile: int) -> None:
+                  prefetch: int, unroll_kw: bool, oc_tile: int, cols_outer: bool = False) -> None:
     """The register tile of the cache stage ``cc`` (axes n, cco, cy, cx, coci): the reduction
     (ico, ry, rx, ici; depthwise ry, rx; ``kernel_outer``: ry, rx, ico, ici) outside, then the
     chunks and the tile's ``rows_cols`` ("cy", "cx": rows stacked; "cx": one row) unrolled and
-    the lanes vectorized; ``prefetch`` > 0 marks the innermost reduction loop."""
+    the lanes vectorized (``cols_outer``: the tile's rows and columns outside its chunks);
+    ``prefetch`` > 0 marks the innermost reduction loop."""
     _, cco, cy, cx, coci = s[cc].op.axis
     spatial = [{"cy": cy, "cx": cx}[a] for a in rows_cols]
     red = list(s[cc].op.reduce_axis)
     if kernel_outer and len(red) == 4:
         red = [red[1], red[2], red[0], red[3]]
-    s[cc].reorder(*red, cco, *spatial, coci)
+    tile = [*spatial, cco] if cols_outer else [cco, *spatial]
+    s[cc].reorder(*red, *tile, coci)
     if prefetch:
         s[cc].pragma(red[-1], "prefetch", prefetch)
     if unroll_kw:
@@ -930,7 +993,7 @@ schedule_depthwise_conv2d_NCHWc = schedule_conv2d_NCHWc
 
 def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, tile_oh: int,
                unroll_kw: bool, oc_tile: int, kernel_outer: bool, k_block: int,
-               last: Tensor | None = None) -> None:
+               cols_outer: bool = False, last: Tensor | None = None) -> None:
     """The NCHWc loop nest with the reduction blocked by ``k_block`` input chunks: the
     accumulators of ``tile_oh`` rows x ``oc_tile`` chunks (the parallel task) live in a
     scratch buffer, and for each block of input chunks every register tile of the task
@@ -941,7 +1004,8 @@ def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, ti
     ``last``: the stage of the last reduction block (:func:`split_last_k_block`; ``CC`` is
     then its partial-sum stage, all blocks but the last): computed at the output's column
     tile, a register tile whose accumulators start from the scratch buffer, so that the fused
-    epilogue of the output stage reads them from registers (no separate pass)."""
+    epilogue of the output stage reads them from registers (no separate pass);
+    ``cols_outer`` as in :func:`_micro_kernel`."""
     n, coo, coi, y, xo, xi, oci = axes
     yo, yi = s[out].split(y, factor=tile_oh)
     s[out].reorder(n, coo, yo, yi, xo, coi, xi, oci)
@@ -955,7 +1019,8 @@ def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, ti
     ico, ry, rx, ici = cc_op.reduce_axis
     ko, ki = s[CC].split(ico, factor=k_block)
     inner = [ry, rx, ki, ici] if kernel_outer else [ki, ry, rx, ici]
-    s[CC].reorder(ko, cy, cxo, *inner, cco, cxi, coci)
+    tile = [cxi, cco] if cols_outer else [cco, cxi]
+    s[CC].reorder(ko, cy, cxo, *inner, *tile, coci)
     if unroll_kw:
         s[CC].unroll(rx)
     if oc_tile > 1:
@@ -964,7 +1029,7 @@ def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, ti
     s[CC].vectorize(coci)
     if last is not None:
         s[last].compute_at(s[out], xo)
-        _micro_kernel(s, last, ("cx",), kernel_outer, 0, unroll_kw, oc_tile)
+        _micro_kernel(s, last, ("cx",), kernel_outer, 0, unroll_kw, oc_tile, cols_outer)
 
 
 # --- the AutoTVM templates -----------------------------------------------------------------
