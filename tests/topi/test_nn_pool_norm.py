@@ -416,6 +416,8 @@ def test_global_pool_nchwc_keeps_several_accumulators():
     avx2 = tvm.target.Target("llvm -mcpu=haswell")
     assert [accumulators(e, avx512) for e in (1, 3, 4, 49, 221, 3136)] == [1, 1, 2, 7, 8, 8]
     assert [accumulators(e, avx2) for e in (49, 221, 3136, 9)] == [4, 4, 4, 3]
+    neon = tvm.target.Target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72")  # 32 registers
+    assert [accumulators(e, neon) for e in (49, 221, 9)] == [7, 8, 3]
     A = te.placeholder((1, 4, 14, 14, 16), name="A")
     with avx512:
         out = nn.global_pool(A, "avg", "NCHW16c")

@@ -239,16 +239,16 @@ def accumulators(extent: int | None, target: Any = None) -> int:
     """How many independent vector accumulators a reduction of ``extent`` steps keeps: one
     accumulator is a chain of dependent adds (3-4 cycles each on current x86 cores, two vector
     adds issued per cycle; a NaN-propagating max is a longer chain), so several, interleaved,
-    keep the adders busy. At most a quarter of the target's vector registers (32 with AVX-512,
-    else 16) and half the extent; a divisor of ``extent`` when one lies in the upper half of
-    that range (no tail), else the most (the loop's tail is peeled by the lowering)."""
+    keep the adders busy. At most a quarter of the target's vector registers
+    (:attr:`Target.vector_registers`: 32 with AVX-512 and on AArch64, 16 on other x86) and
+    half the extent; a divisor of ``extent`` when one lies in the upper half of that range (no
+    tail), else the most (the loop's tail is peeled by the lowering)."""
     from ...target import resolve_target
 
     if extent is None or extent < 4:
         return 1
     tgt = target or resolve_target()
-    regs = 32 if "avx512f" in tgt.isa_features else 16
-    most = max(1, min(MAX_ACCUMULATORS, regs // 4, extent // 2))
+    most = max(1, min(MAX_ACCUMULATORS, tgt.vector_registers // 4, extent // 2))
     return max((d for d in range(most // 2 + 1, most + 1) if extent % d == 0), default=most)
 
 
