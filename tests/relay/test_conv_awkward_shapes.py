@@ -79,6 +79,13 @@ def test_padded_block_rule():
     assert padded_block(40, 8, 16, reduction=1024) == (8, 40)  # 8 more of 40: kept
     assert padded_block(120, 8, 16, reduction=1024) == (8, 120)  # 8 more of 120: kept
     assert padded_block(248, 8, 16, reduction=1024) == (16, 256)  # 8 more of 248: padded
+    # a block of no register width (7, 14, 5, 15 lanes): whole vectors for a long reduction
+    assert padded_block(182, 7, 8, reduction=576) == (8, 184)  # SSDLite's class head, AVX2
+    assert padded_block(182, 14, 16, reduction=576) == (16, 192)
+    assert padded_block(255, 15, 16, reduction=256) == (16, 256)  # YOLO's head
+    assert padded_block(255, 5, 8, reduction=256) == (8, 256)
+    assert padded_block(182, 7, 8, reduction=64) == (7, 182)  # short reduction: kept
+    assert padded_block(24, 12, 16, reduction=1024) == (16, 32)
 
 
 @pytest.mark.parametrize("ic,oc,hw,k,stride,wino", [
@@ -104,6 +111,8 @@ def test_padded_block_rule():
     (40, 120, 13, 3, 1, False),   # 3x3, 15 blocks of 8: one a tile
     (232, 232, 7, 1, 1, False),   # 232 out (29 blocks of 8) padded to 240: 15 of 16
     (136, 152, 5, 3, 2, False),   # 3x3 stride 2, 152 out padded to 160
+    (64, 182, 10, 3, 1, True),    # Winograd, 182 out (block 7 / 14: no register width) padded
+    (128, 182, 5, 3, 2, False),   # the same head direct, stride 2
 ])
 def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)

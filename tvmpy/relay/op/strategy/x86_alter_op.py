@@ -13,7 +13,7 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts, the
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
   A plain convolution whose output channel count has no divisor of at least half a vector (57:
-  block 3), or whose block is half a vector where whole vectors add at most 1/16 of the
+  block 3) or only one of no register width (182: block 7 or 14), or whose block is half a vector where whole vectors add at most 1/16 of the
   channels to a reduction of at least 128 (232 -> 240; see :func:`padded_block`), on every
   CPU, computes zero output channels up to a whole number of
   vector-wide blocks instead (the weight padded with zero filters: at compile time for a
@@ -122,12 +122,21 @@ def padded_block(c: int, bn: int, lanes: int, reduction: int = 0) -> tuple[int, 
     (Zen 4) the two widths run at the same FMA rate and the full vector still needs half the
     broadcasts and loads. SqueezeNet's classifier 512 -> 1000 1x1 on 13x13, 1 thread, CPU time,
     Intel Xeon (Emerald Rapids, KVM), loaded (2026-11-30): 125 blocks of 8 2455 us, 63 blocks of
-    16 (1008 channels) 1207 us (onnxruntime pads to 1008 too: 1062 us)."""
+    16 (1008 channels) 1207 us (onnxruntime pads to 1008 too: 1062 us).
+
+    A block of no register width (7 or 14 lanes: 182 channels = 2 x 7 x 13, SSDLite's class
+    head; 5 or 15 of YOLO's 255) is padded to whole vectors for a reduction of at least
+    :data:`PAD_HALF_MIN_REDUCTION`, whatever it adds (at most ``lanes - 1`` channels): LLVM
+    splits each of its loads, stores and FMAs into 4 + 2 + 1 lanes. AMD EPYC Zen 3 (AVX2),
+    1 thread, CPU time, conv + bias alone, 2026-12-02: 64 -> 182 3x3 on 40x40 (Winograd) 9.2 ->
+    1.9 ms, 128 -> 182 on 20x20 4.2 -> 1.0 ms."""
     if bn == c:
         return bn, c
+    cp = whole_vectors(c, lanes)
+    if bn & (bn - 1) and reduction >= PAD_HALF_MIN_REDUCTION:
+        return lanes, cp  # no register width (7, 14 lanes): every vector op split in 2-3
     if bn * 2 > lanes:
         return bn, c
-    cp = whole_vectors(c, lanes)
     if bn * 2 == lanes and not (reduction >= PAD_HALF_MIN_REDUCTION
                                 and (cp - c) * PAD_HALF_MAX_WASTE <= c):
         return bn, c
