@@ -70,8 +70,8 @@ def _data_layouts(mod):
     (24, 57, 13, 3, 2, 1),     # 57 out: padded to 64, cropped
     (57, 24, 17, 3, 1, 2),     # block 3 of 57 input channels, batch 2
     (3, 64, 17, 7, 2, 1),      # 7x7 stem (padding as a separate stage)
-    (57, 57, 7, 1, 2, 1),      # 1x1 stride 2
-    (24, 16, 7, 1, 1, 2),      # 1x1 stride 1, batch 2 (not the matmul form)
+    (57, 57, 9, 1, 2, 1),      # 1x1 stride 2
+    (24, 16, 8, 1, 1, 2),      # 1x1 stride 1, batch 2 (not the matmul form), 8 columns
 ])
 def test_nchw_input_read_in_place(ic, oc, hw, k, stride, batch):
     mod, x, _, ref = _model(ic, oc, hw, k, stride, batch, seed=ic + oc + hw)
@@ -135,3 +135,15 @@ def test_type_relation_checks_plain_data():
         "kernel_layout": "OIHW4i8o", "out_layout": "NCHW8c", "out_dtype": ""})
     with pytest.raises(Exception, match="input channels"):
         transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], call)))
+
+
+@pytest.mark.parametrize("ic,oc,k", [(464, 64, 1), (24, 16, 3)])
+def test_narrow_input_is_blocked_first(ic, oc, k):
+    """An NCHW input narrower than NCHW_INPUT_MIN_WIDTH (7 columns: ShuffleNetV2's last
+    convolution) goes through a layout_transform to the blocked layout instead."""
+    mod, x, _, ref = _model(ic, oc, 7, k, 1, seed=ic)
+    new = _alter(mod)
+    (layout,) = _data_layouts(new)
+    assert layout != "NCHW" and layout.endswith("c")
+    assert count_ops(new["main"], "layout_transform") >= 2  # the input's and the output's
+    np.testing.assert_allclose(_build_run(mod, {"x": x}), ref, rtol=1e-4, atol=1e-4)

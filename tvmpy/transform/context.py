@@ -27,7 +27,8 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.x86.pointwise_matmul``: ``True`` (default) / ``False``, whether the x86 layout pass
   turns a 1x1 convolution of an NCHW input into a matmul (``relay/op/strategy/x86_alter_op.py``).
 - ``relay.x86.conv_nchw_input``: ``True`` (default) / ``False``, whether an x86 direct NCHWc
-  convolution reads an input that arrives in NCHW in place (else through a layout_transform).
+  convolution reads an input that arrives in NCHW in place (else through a layout_transform;
+  rows narrower than 8 columns always go through it).
 - ``relay.x86.pad_channels``: ``True`` (default) / ``False``, whether relay.build pads the
   half-vector channel counts of conv chains to whole vectors on CPU targets
   (``relay/transform/pad_channels.py``).

@@ -339,7 +339,7 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
             return padded
         kl = f"OIHW{ic_bn}i{oc_bn}o"
     a = call.attrs
-    tile = winograd_tile(call, ic_bn, oc_bn, target, plain_data=_plain_input(inputs)) \
+    tile = winograd_tile(call, ic_bn, oc_bn, target, plain_data=_plain_input(inputs, call)) \
         if groups == 1 else None
     if tile is not None:
         weight = _winograd_weight(inputs.plain(1), tile, oc_bn)
@@ -350,7 +350,7 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
             "out_layout": blocked(oc_bn), "out_dtype": a.out_dtype}), blocked(oc_bn)  # fmt: skip
     kernel = inputs.get(1, kl, "OIHW")
     if groups == 1:
-        data, dl = _direct_data(inputs, ic_bn)
+        data, dl = _direct_data(inputs, ic_bn, call)
     else:
         data, dl = inputs.get(0, blocked(ic_bn)), blocked(ic_bn)
     out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
@@ -361,7 +361,19 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
     return out, blocked(oc_bn)
 
 
-def _plain_input(inputs: Any) -> bool:
+NCHW_INPUT_MIN_WIDTH = 8
+"""Narrowest input row a direct NCHWc convolution reads in place in NCHW (:func:`_plain_input`).
+On narrower maps each register tile reads one cache line per input channel for a few columns
+(a 7x7 plane is 196 bytes), four times the lines of the blocked layout's tile, and the
+input's layout_transform costs less than that: AMD EPYC Zen 3 (AVX2), 1 thread, CPU time,
+conv + bias + relu + mean alone, an NCHW graph input, 2026-12-02, in place / blocked (with
+its transform), us: 464 -> 1024 1x1 7x7 (ShuffleNetV2's last convolution) 963 / 595, 256 ->
+512 1x1 7x7 246 / 170, 64 -> 128 3x3 7x7 64 / 42; from 14 columns on mixed or in place ahead
+(64 -> 128 3x3 14x14 181 / 232, 256 -> 256 3x3 14x14 1244 / 1150, 128 -> 128 3x3 56x56 3657 /
+4028)."""
+
+
+def _plain_input(inputs: Any, call: Call) -> bool:
     """Whether a direct NCHWc convolution (groups 1) reads its input in place, in NCHW
     (``data_layout="NCHW"``, input channel ``ico * ic_bn + ici``): when the input arrives in
     NCHW (a graph input, or after an operator that stays in NCHW), unless the PassContext
@@ -369,18 +381,20 @@ def _plain_input(inputs: Any) -> bool:
     reduction step, which costs the same from either layout, while a ``layout_transform`` to
     NCHW{ic_bn}c is a pass over the input with a gather per vector (64x56x56: 61 us of a
     300 us stride-2 convolution; the convolution itself 212 vs 221 us reading NCHW). A
-    blocked input stays blocked."""
+    blocked input stays blocked, and so does an input narrower than
+    :data:`NCHW_INPUT_MIN_WIDTH` columns."""
     flag = PassContext.current().config.get("relay.x86.conv_nchw_input", True)
     if not isinstance(flag, bool):
         raise ValueError("PassContext config relay.x86.conv_nchw_input must be True or False, "
                          f"got {flag!r}")
-    return flag and inputs.block(0) is None
+    width = call.args[0].checked_type.shape[3]
+    return flag and inputs.block(0) is None and int(width) >= NCHW_INPUT_MIN_WIDTH
 
 
-def _direct_data(inputs: Any, ic_bn: int) -> tuple[RelayExpr, str]:
+def _direct_data(inputs: Any, ic_bn: int, call: Call) -> tuple[RelayExpr, str]:
     """``(data, data_layout)`` of a direct NCHWc convolution (groups 1): see
     :func:`_plain_input`."""
-    if _plain_input(inputs):
+    if _plain_input(inputs, call):
         return inputs.plain(0), "NCHW"
     return inputs.get(0, blocked(ic_bn)), blocked(ic_bn)
 
@@ -486,7 +500,7 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
     else:
         weight = _nn.pad(weight, wpad)
     ic = int(call.args[0].checked_type.shape[1])
-    tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp), _plain_input(inputs))
+    tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp), _plain_input(inputs, call))
     if tile is not None:
         data = inputs.get(0, blocked(ic_bn))
         out = make_call("nn.contrib_conv2d_winograd_nchwc",
@@ -500,7 +514,7 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
             weight = Constant(layout_transform_np(weight.data.numpy(), "OIHW", kl))
         else:
             weight = _tr.layout_transform(weight, "OIHW", kl)
-        data, dl = _direct_data(inputs, ic_bn)
+        data, dl = _direct_data(inputs, ic_bn, call)
         out = make_call("nn.contrib_conv2d_NCHWc", [data, weight], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
             "channels": ocp, "kernel_size": a.kernel_size, "data_layout": dl,
