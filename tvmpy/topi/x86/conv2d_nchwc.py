@@ -356,7 +356,9 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     reg_n = default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
     reg_n = _one_chunk_columns(conv, oc_tile, depthwise, reg_n)
     most = max_tile_columns(oc_tile)
-    return reg_n if reg_n <= most else default_ow_tile(ow, most)
+    # capped: the widest balanced tiles (a divisor further below would leave too few FMA
+    # chains: 64 -> 64 3x3 56x56 on Zen 3, 2 x 4 5.05 ms, 2 x 5 + a 1-column tail 2.90)
+    return reg_n if reg_n <= most else -(-ow // -(-ow // most))
 
 
 ONE_CHUNK_CHAINS_PER_UNIT = 4
@@ -596,10 +598,10 @@ def max_tile_columns(oc_tile: int, registers: int | None = None) -> int:
     target's). With AVX-512's 32 every default tile fits (2 x 9, 3 x 8, 4 x 6, 5 x 4, 1 x 16);
     with AVX2's 16 a tile of two chunks takes at most 5 columns, one chunk 12. AMD EPYC Zen 3
     (znver3, AVX2, two 256-bit FMA units; KVM), 1 thread, CPU time, kernel + relu alone, best
-    of 9, 2026-12-02, ms (the 32-register default 2 x 7 / 2 x 4 / 2 x 5 / 2 x 6 with columns
-    outer, :func:`columns_outer`): 128 -> 512 1x1 28x28 2.30 / 1.13 / 1.14 / 1.12; 64 -> 64
-    3x3 56x56 6.62 / 4.80 / 2.90 / 3.99; 1024 -> 256 1x1 14x14 2.32 / 1.36 / 1.16 / 1.53; 256 ->
-    64 1x1 56x56 2.27 / 1.21 / 1.19 / 1.57. The 2 x 7-9 tiles spilled accumulators on every
+    of 9, 2026-12-02, ms (the 32-register default 2 x 7 / 2 x 4 / 2 x 5 / 2 x 6, the last two
+    with columns outer, :func:`columns_outer`): 128 -> 512 1x1 28x28 2.30 / 1.13 / 1.14 /
+    1.12; 64 -> 64 3x3 56x56 6.62 / 4.80 / 2.90 / 3.99; 1024 -> 256 1x1 14x14 2.32 / 1.36 /
+    1.16 / 1.53; 256 -> 64 1x1 56x56 2.27 / 1.21 / 1.19 / 1.57 (bench/RESULTS.md, session 12). The 2 x 7-9 tiles spilled accumulators on every
     reduction step: ResNet-50's direct convolutions ran at 0.45-0.55x onnxruntime's speed."""
     regs = registers if registers is not None else _registers()[0]
     return max(1, (regs - oc_tile - 1 - SPARE_REGISTERS) // max(1, oc_tile))
