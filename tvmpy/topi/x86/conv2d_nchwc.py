@@ -358,7 +358,7 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     most = max_tile_columns(oc_tile)
     # capped: the widest balanced tiles (a divisor further below would leave too few FMA
     # chains: 64 -> 64 3x3 56x56 on Zen 3, 2 x 4 5.05 ms, 2 x 5 + a 1-column tail 2.90)
-    return reg_n if reg_n <= most else -(-ow // -(-ow // most))
+    return reg_n if reg_n <= most else _balanced_tile(ow, most)
 
 
 ONE_CHUNK_CHAINS_PER_UNIT = 4
@@ -427,7 +427,13 @@ def default_ow_tile(ow: int, want: int = 8) -> int:
     divs = [r for r in range(max(1, low), most + 1) if ow % r == 0]
     if divs:
         return max(divs)
-    return -(-ow // -(-ow // most))
+    return _balanced_tile(ow, most)
+
+
+def _balanced_tile(ext: int, most: int) -> int:
+    """The widest tile of at most ``most`` that splits ``ext`` into equal tiles but a last one
+    a few short: ``ceil(ext / ceil(ext / most))``."""
+    return -(-ext // -(-ext // most))
 
 
 def _divisor_tile(ext: int, want: int) -> int:
@@ -601,8 +607,9 @@ def max_tile_columns(oc_tile: int, registers: int | None = None) -> int:
     of 9, 2026-12-02, ms (the 32-register default 2 x 7 / 2 x 4 / 2 x 5 / 2 x 6, the last two
     with columns outer, :func:`columns_outer`): 128 -> 512 1x1 28x28 2.30 / 1.13 / 1.14 /
     1.12; 64 -> 64 3x3 56x56 6.62 / 4.80 / 2.90 / 3.99; 1024 -> 256 1x1 14x14 2.32 / 1.36 /
-    1.16 / 1.53; 256 -> 64 1x1 56x56 2.27 / 1.21 / 1.19 / 1.57 (bench/RESULTS.md, session 12). The 2 x 7-9 tiles spilled accumulators on every
-    reduction step: ResNet-50's direct convolutions ran at 0.45-0.55x onnxruntime's speed."""
+    1.16 / 1.53; 256 -> 64 1x1 56x56 2.27 / 1.21 / 1.19 / 1.57 (bench/RESULTS.md, session
+    12). The 2 x 7-9 tiles spilled accumulators on every reduction step: ResNet-50's direct
+    convolutions ran at 0.45-0.55x onnxruntime's speed."""
     regs = registers if registers is not None else _registers()[0]
     return max(1, (regs - oc_tile - 1 - SPARE_REGISTERS) // max(1, oc_tile))
 
