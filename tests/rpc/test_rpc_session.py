@@ -406,3 +406,25 @@ def test_killed_listener_leaves_no_directory(tmp_path):
     srv.terminate()
     with rpc.Server(port=0, silent=True):
         assert _wait_gone(base)
+
+
+def test_repeated_stop_signals_leave_no_directory():
+    """A device worker stopped with its process group sends its server SIGTERM twice (the
+    group's, then its own): the second signal must not cut the listener's cleanup short."""
+    import signal
+
+    for _ in range(5):
+        srv = rpc.Server(port=0, silent=True)
+        sess = rpc.connect("127.0.0.1", srv.port, token=srv.token)
+        base = os.path.dirname(os.path.dirname(sess.get_function("tvm.rpc.server.workpath")("x")))
+        for _ in range(40):  # spaced: each one is handled, not merged with the one before
+            try:
+                os.kill(srv.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0005)
+        srv.proc.wait(30)
+        sess.close()
+        assert srv.proc.returncode == 0
+        assert not os.path.exists(base), os.listdir(base)
+        srv.terminate()

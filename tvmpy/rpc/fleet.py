@@ -515,7 +515,10 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
                                                                    signal.SIGINT)}
         try:
             if proc is not None:
+                from .server import _sweep_stale_dirs as sweep
+
                 stop_process(proc)
+                sweep()  # the server's directory, had it no time to delete it (SIGKILL)
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
         finally:

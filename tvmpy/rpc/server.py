@@ -255,17 +255,24 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     _raise_fd_limit(policy.max_pending + policy.max_queue + policy.max_sessions + 64)
     listener = _bind(host, port, port_end)
     _sweep_stale_dirs()
-    base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")
     gate = Gate(key, token, limits, policy, _log)
     sessions: dict[int, str] = {}  # session process -> its directory
     wake_r, wake_w = os.pipe()
+    stopping = False
 
     def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(0)
+        # once: a second SIGTERM (a process group stopped, then its server stopped again by
+        # its owner) must not cut the cleanup below short
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise SystemExit(0)
 
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    base = ""
     try:
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")
         # a session's end (SIGCHLD) wakes the loop at once: a queued client starts without delay
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -317,7 +324,8 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
         os.close(wake_r)
         os.close(wake_w)
         _stop_sessions(sessions)
-        shutil.rmtree(base, ignore_errors=True)
+        if base:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _raise_fd_limit(wanted: int) -> None:
@@ -587,6 +595,7 @@ class Server:
             proc.wait(10)
         if proc.stdout is not None:
             proc.stdout.close()
+        _sweep_stale_dirs()  # its directory, had it no time to delete it (SIGKILL)
 
     def __enter__(self) -> Server:
         return self.start()

@@ -207,8 +207,15 @@ class DeviceWorker:
         return self.proc is not None and self.proc.poll() is None
 
     def terminate(self) -> None:
+        from .fleet import WORKER_DIR_PREFIX
+        from .server import _sweep_stale_dirs
+
+        stopped = self.proc is not None
         self._finalizer()
         self.proc = None
+        if stopped:  # what the worker and its server left, had they no time to clean up
+            _sweep_stale_dirs(WORKER_DIR_PREFIX)
+            _sweep_stale_dirs()
 
     def __enter__(self) -> DeviceWorker:
         return self
