@@ -261,6 +261,9 @@ def zoo_switch_ab(models: list[str], variants: dict[str, Callable[[], AbstractCo
     each variant over onnxruntime."""
     from tvmpy.relay.testing import compare, zoo
 
+    if os.environ.get("TVM_NUM_THREADS") != str(threads):  # read once, at the runtime's first use
+        raise RuntimeError(f"set TVM_NUM_THREADS={threads} before tvmpy's runtime starts: "
+                           "with more threads, process CPU time sums them all")
     a, b = variants
     print(f"| model | {a} ms | {b} ms | ORT ms | {b}/{a} (min) | {b}/{a} (median "
           f"of rounds) | {a}/ORT | {b}/ORT |")

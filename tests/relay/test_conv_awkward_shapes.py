@@ -84,7 +84,12 @@ def test_padded_block_rule():
     assert padded_block(182, 14, 16, reduction=576) == (16, 192)
     assert padded_block(255, 15, 16, reduction=256) == (16, 256)  # YOLO's head
     assert padded_block(255, 5, 8, reduction=256) == (8, 256)
-    assert padded_block(182, 7, 8, reduction=64) == (7, 182)  # short reduction: kept
+    assert padded_block(182, 7, 8, reduction=32) == (7, 182)  # short reduction: kept
+    assert padded_block(182, 14, 16, reduction=64) == (14, 182)
+    # the reduction that pays for the crop grows with the lanes (pad_min_reduction)
+    assert padded_block(116, 4, 8, reduction=116) == (8, 120)  # ShuffleNetV2, AVX2
+    assert padded_block(116, 4, 8, reduction=56) == (4, 116)
+    assert padded_block(232, 8, 16, reduction=116) == (8, 232)
     assert padded_block(24, 12, 16, reduction=1024) == (16, 32)
 
 

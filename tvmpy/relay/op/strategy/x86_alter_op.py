@@ -60,7 +60,7 @@ from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "block_lanes", "channel_block", "whole_vectors", "conv_blocks",
            "vector_block", "graph_blocks", "padded_block", "conv_padding",
-           "PAD_HALF_MIN_REDUCTION", "PAD_HALF_MAX_WASTE",
+           "PAD_MIN_REDUCTION_PER_LANE", "pad_min_reduction", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
            "few_output_channels", "NCHW_MAX_OC_FRACTION",
@@ -90,15 +90,31 @@ def whole_vectors(c: int, lanes: int) -> int:
     return -(-c // lanes) * lanes
 
 
-PAD_HALF_MIN_REDUCTION = 128
-"""Smallest reduction (input channels x window) from which a convolution whose output block is
-half a vector pads its output channels to whole vectors (:func:`padded_block`). Was 256 with
-``PAD_HALF_MAX_WASTE`` 32; 128 and 16 (2026-11-30, helper h-shuf) also pad ShuffleNetV2's
-232 -> 232 1x1s (to 240: 53 -> 32-35 us each on 7x7, 1 thread, Intel Xeon), RegNetY-400MF's
-208 -> 440 (to 448) and the 672 -> 168 squeeze-excitation convs of MobileNetV3 (to 176).
-Whole models, one process, interleaved, 1 thread, CPU time, tvmpy / onnxruntime:
-shufflenet_v2 0.867 -> 0.819, regnet_y_400mf 0.711 -> 0.685, mobilenet_v3_large 0.914 ->
-0.884 (load 10-11: other sessions' builds)."""
+PAD_MIN_REDUCTION_PER_LANE = 8
+"""A convolution whose output block is half a vector (or of no register width) pads its output
+channels to whole vectors from a reduction (input channels x window) of this many per vector
+lane on (:func:`pad_min_reduction`: 128 with 16 lanes, 64 with 8).
+
+Why per lane: a half-width block runs every FMA at half the vector's width, so padding saves
+``reduction / lanes`` vector FMAs' worth of time per output value (at ``F`` lane-FMAs a cycle:
+``reduction / (lanes / 2 x F) - reduction / (lanes x F)``), against a crop that reads and
+writes each output value once whatever the vector: the break-even reduction grows with the
+lanes. 16 lanes: was 256 with ``PAD_HALF_MAX_WASTE`` 32; 128 and 16 (2026-11-30, helper h-shuf)
+also pad ShuffleNetV2's 232 -> 232 1x1s (to 240: 53 -> 32-35 us each on 7x7, 1 thread, Intel
+Xeon), RegNetY-400MF's 208 -> 440 (to 448) and the 672 -> 168 squeeze-excitation convs of
+MobileNetV3 (to 176). Whole models, one process, interleaved, 1 thread, CPU time, tvmpy /
+onnxruntime: shufflenet_v2 0.867 -> 0.819, regnet_y_400mf 0.711 -> 0.685, mobilenet_v3_large
+0.914 -> 0.884 (load 10-11: other sessions' builds). 8 lanes (AMD EPYC Zen 3, AVX2,
+2026-12-02): at 128 ShuffleNetV2's 116 -> 116 1x1s after the depthwise convs kept 4-lane
+blocks (0.16 ms each on 14x14, 33 GFLOP/s; the same shape as a matmul: 0.076 ms); at 64 they
+pad to 120: shufflenet_v2 0.87-0.89x the time of 128 (the only zoo model whose graph changes
+on AVX2)."""
+
+
+def pad_min_reduction(lanes: int) -> int:
+    """The reduction from which :func:`padded_block` pads a half-vector or odd block."""
+    return PAD_MIN_REDUCTION_PER_LANE * lanes
+
 
 PAD_HALF_MAX_WASTE = 16
 """A half-vector output block is padded to whole vectors only when the added channels are at
@@ -116,7 +132,7 @@ def padded_block(c: int, bn: int, lanes: int, reduction: int = 0) -> tuple[int, 
 
     A block of exactly half a vector is padded too when the padding adds at most
     1 / :data:`PAD_HALF_MAX_WASTE` of the channels and the ``reduction`` (input channels x
-    window) is at least :data:`PAD_HALF_MIN_REDUCTION`: half-width FMAs halve the peak of a
+    window) is at least :func:`pad_min_reduction`: half-width FMAs halve the peak of a
     core with two full-width FMA pipes (Intel's AVX-512 server cores), while the padding costs
     a few percent of arithmetic and the crop (one pass over the output, against
     ``reduction`` FMAs per output value); on a core that splits full-width FMAs in two halves
@@ -127,19 +143,19 @@ def padded_block(c: int, bn: int, lanes: int, reduction: int = 0) -> tuple[int, 
 
     A block of no register width (7 or 14 lanes: 182 channels = 2 x 7 x 13, SSDLite's class
     head; 5 or 15 of YOLO's 255) is padded to whole vectors for a reduction of at least
-    :data:`PAD_HALF_MIN_REDUCTION`, whatever it adds (at most ``lanes - 1`` channels): LLVM
+    :func:`pad_min_reduction`, whatever it adds (at most ``lanes - 1`` channels): LLVM
     splits each of its loads, stores and FMAs into 4 + 2 + 1 lanes. AMD EPYC Zen 3 (AVX2),
     1 thread, CPU time, conv + bias alone, 2026-12-02: 64 -> 182 3x3 on 40x40 (Winograd) 9.2 ->
     1.9 ms, 128 -> 182 on 20x20 4.2 -> 1.0 ms."""
     if bn == c:
         return bn, c
     cp = whole_vectors(c, lanes)
-    if bn & (bn - 1) and reduction >= PAD_HALF_MIN_REDUCTION:
+    long = reduction >= pad_min_reduction(lanes)
+    if bn & (bn - 1) and long:
         return lanes, cp  # no register width (7, 14 lanes): every vector op split in 2-3
     if bn * 2 > lanes:
         return bn, c
-    if bn * 2 == lanes and not (reduction >= PAD_HALF_MIN_REDUCTION
-                                and (cp - c) * PAD_HALF_MAX_WASTE <= c):
+    if bn * 2 == lanes and not (long and (cp - c) * PAD_HALF_MAX_WASTE <= c):
         return bn, c
     return lanes, cp
 
