@@ -63,7 +63,8 @@ __all__ = ["MAX_BLOCK", "block_lanes", "channel_block", "whole_vectors", "conv_b
            "PAD_MIN_REDUCTION_PER_LANE", "pad_min_reduction", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
-           "few_output_channels", "NCHW_MAX_OC_FRACTION",
+           "few_output_channels", "NCHW_MAX_OC_FRACTION", "NCHW_INPUT_MIN_WIDTH",
+           "NCHW_INPUT_MAX_CHANNEL_VECTORS",
            "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -385,27 +386,48 @@ On narrower maps each register tile reads one cache line per input channel for a
 input's layout_transform costs less than that: AMD EPYC Zen 3 (AVX2), 1 thread, CPU time,
 conv + bias + relu + mean alone, an NCHW graph input, 2026-12-02, in place / blocked (with
 its transform), us: 464 -> 1024 1x1 7x7 (ShuffleNetV2's last convolution) 963 / 595, 256 ->
-512 1x1 7x7 246 / 170, 64 -> 128 3x3 7x7 64 / 42; from 14 columns on mixed or in place ahead
-(64 -> 128 3x3 14x14 181 / 232, 256 -> 256 3x3 14x14 1244 / 1150, 128 -> 128 3x3 56x56 3657 /
-4028)."""
+512 1x1 7x7 246 / 170, 64 -> 128 3x3 7x7 64 / 42."""
+
+NCHW_INPUT_MAX_CHANNEL_VECTORS = 4
+"""Most input channels, in vectors of the target's lanes (32 with AVX2, 64 with AVX-512), of a
+direct NCHWc convolution that reads its input in place in NCHW (:func:`_plain_input`). Each
+reduction step of the register tile broadcasts one input value; in place, consecutive input
+channels are a plane apart, so a tile touches one cache line per input channel and window
+row (each a separate stream for the hardware prefetchers), against one per ``lanes`` channels
+in the blocked layout. With few channels (a stem's 3) that costs nothing and saves the
+transform; with many it loses, most on long rows (a 1-D convolution's 3000 columns: each
+channel's row its own pages). AMD EPYC Zen 3 (AVX2), 1 thread, conv + relu alone, an NCHW graph
+input, 2026-12-02, in place / blocked time (the blocked side with its input transform):
+16 -> 32 3x3 112x112 1.01, 32 -> 64 3x3 s2 112x112 0.90, 32 -> 96 3x3 56x56 0.96, 24 -> 64 1x1
+56x56 0.98; 64 -> 64 3x3 56x56 1.06, 64 -> 128 3x3 s2 56x56 1.03, 64 -> 256 1x1 56x56 0.99,
+128 -> 128 3x3 56x56 1.25, 128 -> 256 3x3 s2 28x28 1.07, 256 -> 256 3x3 14x14 1.02, 256 -> 512
+1x1 s2 14x14 1.21; 1-D (1 x 3 windows): 80 -> 384 on 3000 columns 1.55, 384 -> 384 on 3000
+1.79, the same stride 2 (the Whisper-style encoder's second convolution) 3.64 (75 -> 21 ms),
+384 -> 384 on 1500 1.17, 512 -> 512 on 500 1.21 (an earlier run on this CPU had 128 -> 128 3x3
+56x56 at 0.91 and 64 -> 128 3x3 14x14 at 0.78: the 2-D cases from 64 channels are within this
+machine's noise, the 1-D ones are not). On an AVX-512 Xeon the in-place read of a
+64-channel 56x56 stride-2 input won (212 us against 221 + 61 for the transform): the limit is
+in vectors."""
 
 
 def _plain_input(inputs: Any, call: Call) -> bool:
     """Whether a direct NCHWc convolution (groups 1) reads its input in place, in NCHW
     (``data_layout="NCHW"``, input channel ``ico * ic_bn + ici``): when the input arrives in
-    NCHW (a graph input, or after an operator that stays in NCHW), unless the PassContext
-    config ``"relay.x86.conv_nchw_input"`` is False. The kernel broadcasts one input pixel per
-    reduction step, which costs the same from either layout, while a ``layout_transform`` to
-    NCHW{ic_bn}c is a pass over the input with a gather per vector (64x56x56: 61 us of a
-    300 us stride-2 convolution; the convolution itself 212 vs 221 us reading NCHW). A
-    blocked input stays blocked, and so does an input narrower than
-    :data:`NCHW_INPUT_MIN_WIDTH` columns."""
+    NCHW (a graph input, or after an operator that stays in NCHW) with at most
+    :data:`NCHW_INPUT_MAX_CHANNEL_VECTORS` vectors of channels, in rows of at least
+    :data:`NCHW_INPUT_MIN_WIDTH` columns, unless the PassContext config
+    ``"relay.x86.conv_nchw_input"`` is False. Reading in place saves the ``layout_transform``
+    to NCHW{ic_bn}c, a pass over the input with a gather per vector (3x224x224 stems). A
+    blocked input stays blocked."""
     flag = PassContext.current().config.get("relay.x86.conv_nchw_input", True)
     if not isinstance(flag, bool):
         raise ValueError("PassContext config relay.x86.conv_nchw_input must be True or False, "
                          f"got {flag!r}")
-    width = call.args[0].checked_type.shape[3]
-    return flag and inputs.block(0) is None and int(width) >= NCHW_INPUT_MIN_WIDTH
+    ttype = call.args[0].checked_type
+    channels, width = int(ttype.shape[1]), int(ttype.shape[3])
+    lanes = block_lanes(Target.current(), ttype.dtype)
+    return (flag and inputs.block(0) is None and width >= NCHW_INPUT_MIN_WIDTH
+            and channels <= NCHW_INPUT_MAX_CHANNEL_VECTORS * lanes)
 
 
 def _direct_data(inputs: Any, ic_bn: int, call: Call) -> tuple[RelayExpr, str]:
