@@ -53,7 +53,9 @@ def _build_run(x, w, stride, pad, dil, groups, const_w, bias):
     (1, 3, 1, 17, 3, 2, (0, 0), 2, 1),     # one output channel, dilated
     (1, 1, 13, 9, 1, 5, (0, 3), 1, 1),     # one input channel, 1-tap kernel, padding only right
     (1, 13, 19, 64, 5, 2, (2, 2), 1, 1),
-    (1, 6, 9, 23, 3, 1, (1, 1), 1, 1),     # stride 1: kept as conv1d
+    (1, 6, 9, 23, 3, 1, (1, 1), 1, 1),     # stride 1, few channels: kept as conv1d
+    (1, 19, 11, 37, 3, 1, (1, 1), 1, 1),   # stride 1, >= 16 channels: rewritten
+    (2, 16, 8, 29, 5, 1, (2, 2), 2, 1),    # the same, dilated, batch 2
     (2, 6, 9, 23, 3, 2, (1, 1), 1, 3),     # grouped: kept as conv1d
 ])
 @pytest.mark.parametrize("const_w", [True, False])
@@ -69,9 +71,9 @@ def test_conv1d_matches_numpy(n, c, oc, width, k, stride, pad, dil, groups, cons
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def _call(stride, groups=1):
-    x = relay.var("x", shape=(1, 6, 20))
-    w = relay.var("w", shape=(6, 6 // groups, 3))
+def _call(stride, groups=1, channels=6):
+    x = relay.var("x", shape=(1, channels, 20))
+    w = relay.var("w", shape=(6, channels // groups, 3))
     call = relay.nn.conv1d(x, w, strides=stride, padding=1, groups=groups)
     return infer_type(relay.Function([x, w], call)).body
 
@@ -84,3 +86,9 @@ def test_rewrite_only_strided_ungrouped_ncw():
     for stride, groups in ((1, 1), (2, 2)):
         c = _call(stride, groups)
         assert conv1d_as_conv2d(c.attrs, list(c.args), [a.checked_type for a in c.args]) is None
+    # unstrided with enough input channels (CONV1D_AS_CONV2D_MIN_CHANNELS): rewritten
+    c = _call(1, channels=16)
+    out = conv1d_as_conv2d(c.attrs, list(c.args), [a.checked_type for a in c.args])
+    assert out is not None and out.args[0].op.name == "nn.conv2d"
+    c = _call(1, channels=15)
+    assert conv1d_as_conv2d(c.attrs, list(c.args), [a.checked_type for a in c.args]) is None

@@ -117,18 +117,33 @@ def conv1d_legalize(attrs: Any, args: list, arg_types: list) -> Any:
     return None
 
 
+CONV1D_AS_CONV2D_MIN_CHANNELS = 16
+"""Fewest input channels from which :func:`conv1d_as_conv2d` rewrites an unstrided
+``nn.conv1d`` (strided ones: always). AMD EPYC Zen 3 (AVX2), 1 thread, conv1d + bias + GELU,
+2026-12-02, as conv2d / as conv1d time: 3 -> 16 k5 on 1000 columns 1.45, 1 -> 64 k11 on 16000
+1.30; 16 -> 32 k3 on 2000 0.77, 64 -> 64 k3 on 500 0.74, 128 -> 128 k7 on 200 0.62, 80 -> 384
+k3 on 3000 (the Whisper-style encoder's first convolution) 0.47, 384 -> 384 k3 on 1500 0.36, on
+3000 0.25 (248 -> 61 ms)."""
+
+
 def conv1d_as_conv2d(attrs: Any, args: list, arg_types: list) -> Any:
-    """A strided ``nn.conv1d`` (NCW / OIW, ungrouped) as ``squeeze(conv2d(expand_dims(x),
+    """A strided ``nn.conv1d``, or one with at least :data:`CONV1D_AS_CONV2D_MIN_CHANNELS`
+    input channels (NCW / OIW, ungrouped) as ``squeeze(conv2d(expand_dims(x),
     expand_dims(w)))`` over a 1-row image: ``schedule_conv_nd`` vectorizes the output columns,
     so a stride s > 1 makes every input vector a gather of every s-th column, while the conv2d
     path (AlterOpLayout's NCHWc kernel, channels in the vector lanes, each input column
     broadcast) does not care about the stride. Whisper's 384 -> 384 x 3, stride 2 over 3000
-    frames + bias + GELU: 30.2 -> 14.4 ms, one thread, Emerald Rapids-class Xeon, 2026-11-30
-    (at stride 1 the two measured the same: those calls are kept). None: keep the call."""
+    frames + bias + GELU: 30.2 -> 14.4 ms, one thread, Emerald Rapids-class Xeon, 2026-11-30.
+    At stride 1 the NCHWc kernel's register tile (output channels x columns) reuses each input
+    value across a vector of output channels, which the column-vectorized schedule does not:
+    it wins from a few vectors of input channels on. None: keep the call."""
     if (attrs.data_layout != "NCW" or attrs.kernel_layout != "OIW"
-            or attrs.out_layout not in ("", "NCW") or int(attrs.groups) != 1
-            or int(tuple(attrs.strides)[0]) < 2):
+            or attrs.out_layout not in ("", "NCW") or int(attrs.groups) != 1):
         return None
+    if int(tuple(attrs.strides)[0]) < 2:
+        channels = const_int(arg_types[0].shape[1])  # None: symbolic
+        if channels is None or channels < CONV1D_AS_CONV2D_MIN_CHANNELS:
+            return None
     from ..nn import conv2d
     from ..transform import expand_dims, squeeze
 
