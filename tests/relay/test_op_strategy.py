@@ -89,7 +89,9 @@ _COVERED = sorted(n for n in _CASES if relay.op.get(n).get_attr("FTVMStrategy") 
                   and not is_data_dependent(n))
 # fp32 against the float64 reference: Winograd's transforms (entries up to 8 for F(4x4)) lose
 # a few more bits than a direct sum
-_TOL = {"nn.contrib_conv2d_winograd_nchwc": 1e-3}
+# (also the NCHW form: 2.8e-5 off in 1 of 486 values on some draws, -n 2 without loadfile)
+_TOL = {"nn.contrib_conv2d_winograd_nchwc": 1e-3,
+        "nn.contrib_conv2d_winograd_without_weight_transform": 1e-3}
 
 
 @pytest.mark.parametrize("name", _COVERED)
