@@ -490,6 +490,8 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
         raise ValueError("a device worker needs a key (--key)")
     if not connect_timeout > 0:
         raise ValueError(f"--connect-timeout must be > 0 seconds, got {connect_timeout!r}")
+    from .server import _sweep_stale_dirs
+
     quiet_dask_logs()
     address = _tracker_address(tracker, security)
     proc: subprocess.Popen | None = None
@@ -499,8 +501,6 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
             wait_for_tracker(address, connect_timeout)
             token = secrets.token_hex(16)
             proc, port = start_device_server(device, host, token, key)
-            from .server import _sweep_stale_dirs
-
             _sweep_stale_dirs(WORKER_DIR_PREFIX)  # those of workers killed with SIGKILL
             workdir = tempfile.mkdtemp(prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}_")
             name = name or f"{key}-{device}-{os.getpid()}"
@@ -515,10 +515,8 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
                                                                    signal.SIGINT)}
         try:
             if proc is not None:
-                from .server import _sweep_stale_dirs as sweep
-
                 stop_process(proc)
-                sweep()  # the server's directory, had it no time to delete it (SIGKILL)
+                _sweep_stale_dirs()  # the server's directory, had it no time to delete it
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
         finally:

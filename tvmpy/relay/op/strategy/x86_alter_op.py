@@ -14,9 +14,9 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
   A plain convolution whose output channel count has no divisor of at least half a vector (57:
   block 3) or only one of no register width (182: block 7 or 14), or whose block is half a
-  vector where whole vectors add at most 1/16 of the channels to a reduction of at least 128
-  (232 -> 240; see :func:`padded_block`), on every CPU, computes zero output channels up to a
-  whole number of
+  vector where whole vectors add at most 1/16 of the channels to a reduction of at least 8 per
+  lane (128 with AVX-512, 64 with AVX2: 232 -> 240, 116 -> 120; see :func:`padded_block`), on
+  every CPU, computes zero output channels up to a whole number of
   vector-wide blocks instead (the weight padded with zero filters: at compile time for a
   constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
   ``strided_slice``, fused with the bias and activation that follow).
