@@ -67,7 +67,8 @@ def _pair_convs(rows: list[dict], on: list[tuple[str, float]]) -> None:
     """The i-th convolution kernel of each side side by side (both run the convolutions in
     graph order), onnxruntime's with the activation node that follows it (its SiLU is a
     separate QuickGelu/Sigmoid node; tvmpy fuses it): where the two sides' times differ most."""
-    tv = [r for r in rows if "conv2d" in (r["func_name"] or "")]
+    # 1x1 convolutions on NCHW inputs may run as a matmul over the pixels
+    tv = [r for r in rows if re.search(r"conv2d|_matmul", r["func_name"] or "")]
     ort: list[list] = []
     for op, t in on:
         if op in ("Conv", "FusedConv"):

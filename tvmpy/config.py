@@ -17,6 +17,9 @@
   compiles kernels in; 0 (default): as many as this process may run on CPUs, 1: in-process.
 - ``BUILD_START_METHOD`` (str, env ``TVMPY_BUILD_START_METHOD``): how those workers start:
   ``fork`` (default on Linux), ``spawn`` or ``forkserver``.
+- ``HUGE_PAGES`` (int, env ``TVMPY_HUGE_PAGES``): 1 (default) places host buffers of at least
+  2 MiB (weights, the graph executor's arena) on transparent huge pages where the OS offers
+  them (Linux ``madvise``); 0 allocates them as any other buffer.
 
 ``with config(...)`` overrides apply to the calling thread only: a thread started inside the
 block reads the environment and the defaults.
@@ -34,10 +37,10 @@ __all__ = ["config", "get", "overrides"]
 
 _DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": "",
                              "PASS_BUDGET_MS": 1000.0, "CACHE": 1, "CACHE_DIR": "", "CACHE_MAX_BYTES": 1 << 30,
-                             "BUILD_WORKERS": 0, "BUILD_START_METHOD": ""}
+                             "BUILD_WORKERS": 0, "BUILD_START_METHOD": "", "HUGE_PAGES": 1}
 # the environment variable of a knob, where it is not the knob's own name
 _ENV_NAMES = {k: "TVMPY_" + k for k in ("CACHE", "CACHE_DIR", "CACHE_MAX_BYTES", "BUILD_WORKERS",
-                                        "BUILD_START_METHOD")}
+                                        "BUILD_START_METHOD", "HUGE_PAGES")}
 
 
 class _Overrides(threading.local):

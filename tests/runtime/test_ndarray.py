@@ -146,6 +146,68 @@ def test_one_aligned_allocator():
         assert (f._ptr, f._compact_aligned) == (f._arr.ctypes.data, e._compact_aligned)
 
 
+def _huge_page_regions() -> list[tuple[int, int]]:
+    """Address ranges of this process's mappings that hold transparent huge pages."""
+    regions, cur = [], None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and "-" in head[0] and not head[0].endswith(":"):
+                cur = tuple(int(v, 16) for v in head[0].split("-"))
+            elif head and head[0] == "AnonHugePages:" and int(head[1]) > 0:
+                regions.append(cur)
+    return regions
+
+
+@pytest.mark.parametrize("shape,dtype", [((1024, 512), "float32"), ((3, 700_001), "int8"),
+                                         ((2 << 20,), "uint8"), ((524_289,), "float32")])
+def test_large_buffers_start_on_huge_pages(shape, dtype):
+    """Buffers of at least 2 MiB (weights, the arena) start on a 2 MiB boundary with their whole
+    huge pages advised, zeroed when asked, and hold what is written even after the array that
+    owned the mapping is gone (a view keeps it); HUGE_PAGES=0 gives plain 64-byte-aligned ones."""
+    import sys
+
+    from tvmpy import config
+    from tvmpy.runtime import ndarray
+
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    assert nbytes >= ndarray.HUGE_PAGE_BYTES
+    a = ndarray.aligned_empty(shape, dtype, zero=True)
+    assert a.shape == shape and a.dtype == np.dtype(dtype) and a.flags.c_contiguous
+    assert a.flags.writeable and not a.any()
+    if sys.platform.startswith("linux"):
+        assert a.ctypes.data % ndarray.HUGE_PAGE_BYTES == 0
+    x = _rand(shape, dtype)
+    a[...] = x
+    view = a[1:]
+    del a
+    np.testing.assert_array_equal(view, x[1:])
+    nd = tvm.nd.array(x)
+    np.testing.assert_array_equal(nd.numpy(), x)
+    with config.config(HUGE_PAGES=0):
+        b = ndarray.aligned_empty(shape, dtype, zero=True)
+    assert b.ctypes.data % ndarray.ALIGNMENT == 0 and not b.any()
+
+
+def test_huge_pages_taken_where_the_os_offers_them():
+    """Where Linux offers transparent huge pages (THP mode ``always`` or ``madvise``), a touched
+    8 MiB buffer lies in a mapping that holds some: the advice took effect, not only the
+    alignment. (With THP ``never`` or off Linux only the alignment can be checked.)"""
+    import os
+
+    from tvmpy.runtime import ndarray
+
+    a = ndarray.aligned_empty((8 << 20,), np.uint8)
+    a[:] = 1  # huge pages are placed at first touch
+    p = a.ctypes.data
+    mode_file = "/sys/kernel/mm/transparent_hugepage/enabled"
+    if not os.path.exists(mode_file) or "[never]" in open(mode_file).read():
+        assert p % ndarray.ALIGNMENT == 0
+        return
+    assert p % ndarray.HUGE_PAGE_BYTES == 0
+    assert any(lo <= p < hi for lo, hi in _huge_page_regions()), "no huge page behind the buffer"
+
+
 def test_prefix_view():
     """ndarray.prefix_view (the VM's exact outputs of an upper-bound kernel): the first elements
     of a compact array at the same aligned address, the array itself at its own shape."""
