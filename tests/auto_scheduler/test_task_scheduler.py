@@ -176,3 +176,31 @@ def test_progress_table_lists_every_task(capsys):
     assert rows[1].split("|")[6].strip() == "3"  # the weight: occurrences
     # the estimate is the weighted sum: 1 * 2 ms + 3 * 1 ms
     assert "Estimated total latency: 5 ms" in last and "Trials: 8" in last
+
+
+def test_similar_task_groups_split_depthwise_from_dense_convolutions():
+    """Relay names a depthwise and a dense NCHWc convolution with the same epilogue alike
+    (``fused_nn_contrib_conv2d_NCHWc_clip``); the scheduler's groups of similar tasks (whose
+    best throughput bounds a task's forward gain) tell them apart by their reduction stages'
+    tags, and keep same-kind tasks of other shapes together."""
+    import numpy as np
+
+    import tvmpy as tvm
+    from tvmpy import relay
+
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 32, 28, 28))
+    y = x
+    for cin, cout, groups, k in ((32, 32, 32, 3), (32, 48, 1, 1), (48, 48, 48, 3), (48, 80, 1, 1)):
+        w = relay.const(rng.uniform(-1, 1, (cout, cin // groups, k, k)).astype("float32"))
+        y = relay.clip(relay.nn.conv2d(y, w, padding=(k // 2, k // 2), groups=groups,
+                                       channels=cout, kernel_size=(k, k)), 0.0, 6.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], {}, "llvm")
+    assert len(tasks) == 4
+    s = auto_scheduler.TaskScheduler(tasks, weights, callbacks=[])
+    kinds = {}
+    for i, t in enumerate(tasks):
+        depthwise = any("depthwise" in str(op.tag) for op in t.compute_dag.ops)
+        kinds.setdefault(depthwise, []).append(i)
+    assert sorted(sorted(g) for g in s.groups.values()) == sorted(sorted(g) for g in kinds.values())
